@@ -1,0 +1,92 @@
+#include "src/agent/agent.h"
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "src/agent/metrics_docs.h"
+#include "src/agent/registry.h"
+#include "src/core/log.h"
+#include "src/core/scheduler.h"
+#include "src/core/snapshot.h"
+#include "src/core/version.h"
+#include "src/sinks/prometheus/endpoint.h"
+#include "src/sinks/prometheus/exposition.h"
+
+namespace gpuscope {
+namespace {
+
+int PrintMetricsDocs(const AgentConfig& config) {
+  std::vector<CollectorDocs> docs;
+  for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
+    docs.push_back({entry.name, entry.help, entry.create(config)->Describe()});
+  }
+  docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
+                  Scheduler::SelfMetricDescriptions()});
+  std::string text = RenderMetricsDocs(docs);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int RunAgent(const AgentConfig& config) {
+  SetLogLevel(config.log_level);
+  SetLogFormat(config.log_format);
+  if (config.print_metrics_docs) return PrintMetricsDocs(config);
+
+  SnapshotStore store;
+  Scheduler scheduler(&store);
+  for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
+    const CollectorConfig& settings = config.collectors.at(entry.name);
+    if (!settings.enabled) continue;
+    scheduler.Add(entry.create(config), settings.interval);
+    Log(LogLevel::kInfo, "collector enabled",
+        {{"collector", entry.name}, {"interval_ms", std::to_string(settings.interval.count())}});
+  }
+
+  if (config.once) {
+    scheduler.RunOnce();
+    std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return scheduler.Health().healthy ? 0 : 1;
+  }
+
+  EndpointOptions options;
+  options.listen_address = config.listen_address;
+  options.telemetry_path = config.telemetry_path;
+  options.web_config_file = config.web_config_file;
+  options.max_connections = config.max_connections;
+  Status status;
+  auto endpoint = PrometheusEndpoint::Create(options, &store, [&scheduler] { return scheduler.Health(); }, &status);
+  if (!endpoint) {
+    Log(LogLevel::kError, "cannot set up the metrics endpoint", {{"error", status.ToString()}});
+    return 1;
+  }
+  scheduler.Start();
+  status = endpoint->Start();
+  if (!status.ok()) {
+    Log(LogLevel::kError, "cannot start the metrics endpoint", {{"error", status.ToString()}});
+    scheduler.Stop();
+    return 1;
+  }
+  Log(LogLevel::kInfo, "gpuscope-agent listening",
+      {{"version", kVersion},
+       {"address", config.listen_address},
+       {"port", std::to_string(endpoint->port())},
+       {"path", config.telemetry_path}});
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  Log(LogLevel::kInfo, "shutting down", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  endpoint->Stop();
+  scheduler.Stop();
+  Log(LogLevel::kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace gpuscope

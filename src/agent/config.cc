@@ -1,0 +1,359 @@
+#include "src/agent/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "src/core/duration.h"
+
+namespace gpuscope {
+namespace {
+
+// --- YAML ------------------------------------------------------------------------------------------
+
+Status Unknown(const std::string& where, const std::string& key) {
+  return Status::InvalidArgument("unknown key '" + key + "' in " + where);
+}
+
+Status ReadString(const YAML::Node& node, const std::string& path, std::string* out) {
+  if (!node.IsScalar()) return Status::InvalidArgument(path + ": expected a string");
+  *out = node.Scalar();
+  return Status::Ok();
+}
+
+Status ReadBool(const YAML::Node& node, const std::string& path, bool* out) {
+  bool value = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+    return Status::InvalidArgument(path + ": expected true or false");
+  }
+  *out = value;
+  return Status::Ok();
+}
+
+Status ReadInt(const YAML::Node& node, const std::string& path, int* out) {
+  int value = 0;
+  if (!node.IsScalar() || !YAML::convert<int>::decode(node, value)) {
+    return Status::InvalidArgument(path + ": expected an integer");
+  }
+  *out = value;
+  return Status::Ok();
+}
+
+Status ReadDuration(std::string_view text, const std::string& path, std::chrono::milliseconds* out) {
+  auto parsed = ParseDuration(text);
+  if (!parsed) {
+    return Status::InvalidArgument(path + ": '" + std::string(text) +
+                                   "' is not a duration (e.g. 500ms, 1s, 1m30s)");
+  }
+  *out = *parsed;
+  return Status::Ok();
+}
+
+Status ReadDurationNode(const YAML::Node& node, const std::string& path, std::chrono::milliseconds* out) {
+  if (!node.IsScalar()) return Status::InvalidArgument(path + ": expected a duration");
+  return ReadDuration(node.Scalar(), path, out);
+}
+
+template <typename Fn>
+Status ForEachKey(const YAML::Node& map, const std::string& path, Fn fn) {
+  if (!map.IsMap()) return Status::InvalidArgument(path + ": expected a mapping");
+  for (const auto& item : map) {
+    if (!item.first.IsScalar()) return Status::InvalidArgument(path + ": keys must be strings");
+    Status status = fn(item.first.Scalar(), item.second);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+Status ApplyWeb(const YAML::Node& web, AgentConfig* config) {
+  return ForEachKey(web, "web", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "listen_address") return ReadString(value, "web.listen_address", &config->listen_address);
+    if (key == "telemetry_path") return ReadString(value, "web.telemetry_path", &config->telemetry_path);
+    if (key == "config_file") return ReadString(value, "web.config_file", &config->web_config_file);
+    if (key == "max_connections") return ReadInt(value, "web.max_connections", &config->max_connections);
+    return Unknown("web", key);
+  });
+}
+
+Status ApplyPaths(const YAML::Node& paths, AgentConfig* config) {
+  return ForEachKey(paths, "paths", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "procfs") return ReadString(value, "paths.procfs", &config->procfs);
+    if (key == "sysfs") return ReadString(value, "paths.sysfs", &config->sysfs);
+    return Unknown("paths", key);
+  });
+}
+
+Status ApplyNvml(const YAML::Node& nvml, AgentConfig* config) {
+  return ForEachKey(nvml, "nvml", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "library") return ReadString(value, "nvml.library", &config->nvml_library);
+    if (key == "call_deadline") return ReadDurationNode(value, "nvml.call_deadline", &config->nvml_call_deadline);
+    return Unknown("nvml", key);
+  });
+}
+
+Status ApplyGpu(const YAML::Node& gpu, AgentConfig* config) {
+  return ForEachKey(gpu, "gpu", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "dcgm_compat") return ReadString(value, "gpu.dcgm_compat", &config->dcgm_compat);
+    if (key == "hostname") return ReadString(value, "gpu.hostname", &config->hostname);
+    return Unknown("gpu", key);
+  });
+}
+
+Status ApplyLog(const YAML::Node& log, AgentConfig* config) {
+  return ForEachKey(log, "log", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "level") return ReadString(value, "log.level", &config->log_level);
+    if (key == "format") return ReadString(value, "log.format", &config->log_format);
+    return Unknown("log", key);
+  });
+}
+
+Status ApplyCollectors(const YAML::Node& collectors, AgentConfig* config) {
+  return ForEachKey(collectors, "collectors", [&](const std::string& name, const YAML::Node& value) {
+    auto it = config->collectors.find(name);
+    if (it == config->collectors.end()) return Status::InvalidArgument("unknown collector '" + name + "'");
+    std::string path = "collectors." + name;
+    if (value.IsNull()) return Status::Ok();
+    return ForEachKey(value, path, [&](const std::string& key, const YAML::Node& field) {
+      if (key == "enabled") return ReadBool(field, path + ".enabled", &it->second.enabled);
+      if (key == "interval") return ReadDurationNode(field, path + ".interval", &it->second.interval);
+      return Unknown(path, key);
+    });
+  });
+}
+
+// --- flags -----------------------------------------------------------------------------------------
+
+struct FlagSpec {
+  std::string_view name;
+  std::string_view help;
+  bool takes_value;
+};
+
+constexpr FlagSpec kFlags[] = {
+    {"config", "YAML configuration file; flags override it.", true},
+    {"web.listen-address", "Address to listen on for /metrics (default :9400).", true},
+    {"web.telemetry-path", "Path under which to expose metrics (default /metrics).", true},
+    {"web.config.file", "Prometheus exporter-toolkit web config file (TLS, basic auth).", true},
+    {"web.max-connections", "Concurrent HTTP connections served; more get 503.", true},
+    {"path.procfs", "procfs mount point (default /proc).", true},
+    {"path.sysfs", "sysfs mount point (default /sys).", true},
+    {"nvml.library", "NVML library to load (default: the system's libnvidia-ml.so.1).", true},
+    {"nvml.call-deadline", "A GPU whose collection takes longer is reported down (default 2s).", true},
+    {"gpu.dcgm-compat", "dcgm-exporter names and units: 3 (default) or 4.9.", true},
+    {"gpu.hostname", "Value of the Hostname label (default: this host's name).", true},
+    {"log.level", "debug, info, warn or error (default info).", true},
+    {"log.format", "logfmt or json (default logfmt).", true},
+    {"once", "Collect once, print the exposition to stdout and exit.", false},
+    {"print-metrics-docs", "Print the metrics reference (docs/metrics.md) and exit.", false},
+    {"version", "Print the version and exit.", false},
+    {"help", "Print this help and exit.", false},
+};
+
+std::optional<bool> ParseBoolText(std::string_view text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  return std::nullopt;
+}
+
+Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* config) {
+  if (name == "config") config->config_file = value;
+  else if (name == "web.listen-address") config->listen_address = value;
+  else if (name == "web.telemetry-path") config->telemetry_path = value;
+  else if (name == "web.config.file") config->web_config_file = value;
+  else if (name == "web.max-connections") {
+    try {
+      size_t used = 0;
+      config->max_connections = std::stoi(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--web.max-connections: expected an integer, got '" + value + "'");
+    }
+  } else if (name == "path.procfs") config->procfs = value;
+  else if (name == "path.sysfs") config->sysfs = value;
+  else if (name == "nvml.library") config->nvml_library = value;
+  else if (name == "nvml.call-deadline") return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
+  else if (name == "gpu.dcgm-compat") config->dcgm_compat = value;
+  else if (name == "gpu.hostname") config->hostname = value;
+  else if (name == "log.level") config->log_level = value;
+  else if (name == "log.format") config->log_format = value;
+  return Status::Ok();
+}
+
+Status ApplyBoolFlag(std::string_view name, bool value, AgentConfig* config) {
+  if (name == "once") config->once = value;
+  else if (name == "print-metrics-docs") config->print_metrics_docs = value;
+  else if (name == "version") config->show_version = value;
+  else if (name == "help") config->show_help = value;
+  return Status::Ok();
+}
+
+// --collector.NAME, --no-collector.NAME, --collector.NAME.interval=DUR
+std::optional<Status> ApplyCollectorFlag(std::string_view name, const std::optional<std::string>& value,
+                                         bool* consumed_value, AgentConfig* config) {
+  bool negate = false;
+  if (name.starts_with("no-collector.")) {
+    negate = true;
+    name.remove_prefix(std::string_view("no-").size());
+  }
+  if (!name.starts_with("collector.")) return std::nullopt;
+  name.remove_prefix(std::string_view("collector.").size());
+  std::string_view collector = name;
+  bool interval = false;
+  if (auto dot = name.find('.'); dot != std::string_view::npos) {
+    collector = name.substr(0, dot);
+    if (name.substr(dot + 1) != "interval" || negate) {
+      return Status::InvalidArgument("unknown flag --" + std::string(negate ? "no-" : "") + "collector." +
+                                     std::string(name));
+    }
+    interval = true;
+  }
+  auto it = config->collectors.find(collector);
+  if (it == config->collectors.end()) {
+    return Status::InvalidArgument("unknown collector '" + std::string(collector) + "'");
+  }
+  if (interval) {
+    if (!value) return Status::InvalidArgument("--collector." + std::string(name) + " needs a duration");
+    *consumed_value = true;
+    return ReadDuration(*value, "--collector." + std::string(name), &it->second.interval);
+  }
+  it->second.enabled = !negate;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ApplyConfigYaml(std::string_view yaml, AgentConfig* config) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config is not valid YAML: " + std::string(e.what()));
+  }
+  if (root.IsNull()) return Status::Ok();  // an empty file configures nothing
+  try {
+    return ForEachKey(root, "config", [&](const std::string& key, const YAML::Node& value) {
+      if (key == "web") return ApplyWeb(value, config);
+      if (key == "paths") return ApplyPaths(value, config);
+      if (key == "nvml") return ApplyNvml(value, config);
+      if (key == "gpu") return ApplyGpu(value, config);
+      if (key == "log") return ApplyLog(value, config);
+      if (key == "collectors") return ApplyCollectors(value, config);
+      return Unknown("the top level", key);
+    });
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config: " + std::string(e.what()));
+  }
+}
+
+Status ApplyFlags(const std::vector<std::string>& args, AgentConfig* config) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!arg.starts_with("--") || arg.size() == 2) {
+      return Status::InvalidArgument("unexpected argument '" + arg + "' (flags start with --)");
+    }
+    std::string_view body(arg);
+    body.remove_prefix(2);
+    std::optional<std::string> inline_value;
+    if (auto eq = body.find('='); eq != std::string_view::npos) {
+      inline_value = std::string(body.substr(eq + 1));
+      body = body.substr(0, eq);
+    }
+    std::optional<std::string> next_value = inline_value;
+    if (!next_value && i + 1 < args.size() && !args[i + 1].starts_with("--")) next_value = args[i + 1];
+
+    bool consumed = false;
+    if (auto status = ApplyCollectorFlag(body, next_value, &consumed, config)) {
+      if (!status->ok()) return *status;
+      if (consumed && !inline_value) ++i;
+      continue;
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& candidate : kFlags) {
+      if (candidate.name == body) spec = &candidate;
+    }
+    if (spec == nullptr) return Status::InvalidArgument("unknown flag --" + std::string(body) + " (see --help)");
+    if (spec->takes_value) {
+      if (!next_value) return Status::InvalidArgument("flag --" + std::string(body) + " needs a value");
+      if (!inline_value) ++i;
+      Status status = ApplyFlag(body, *next_value, config);
+      if (!status.ok()) return status;
+    } else {
+      bool value = true;
+      if (inline_value) {
+        auto parsed = ParseBoolText(*inline_value);
+        if (!parsed) return Status::InvalidArgument("flag --" + std::string(body) + " takes true or false");
+        value = *parsed;
+      }
+      Status status = ApplyBoolFlag(body, value, config);
+      if (!status.ok()) return status;
+    }
+  }
+  return Status::Ok();
+}
+
+Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config) {
+  // First pass: only to learn --config, so that the file applies before the flags that override it.
+  AgentConfig probe = *config;
+  Status status = ApplyFlags(args, &probe);
+  if (!status.ok()) return status;
+  if (!probe.config_file.empty()) {
+    std::ifstream in(probe.config_file);
+    if (!in) return Status::NotFound("cannot read config file " + probe.config_file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    status = ApplyConfigYaml(buffer.str(), config);
+    if (!status.ok()) return Status::InvalidArgument(probe.config_file + ": " + status.message());
+  }
+  status = ApplyFlags(args, config);
+  if (!status.ok()) return status;
+  return ValidateConfig(*config);
+}
+
+Status ValidateConfig(const AgentConfig& config) {
+  if (config.dcgm_compat != "3" && config.dcgm_compat != "4.9") {
+    return Status::InvalidArgument("gpu.dcgm_compat must be \"3\" or \"4.9\", got '" + config.dcgm_compat + "'");
+  }
+  if (config.listen_address.find(':') == std::string::npos) {
+    return Status::InvalidArgument("web.listen_address must be host:port or :port, got '" +
+                                   config.listen_address + "'");
+  }
+  if (config.telemetry_path.empty() || config.telemetry_path[0] != '/') {
+    return Status::InvalidArgument("web.telemetry_path must start with /");
+  }
+  if (config.max_connections < 1) return Status::InvalidArgument("web.max_connections must be at least 1");
+  if (config.nvml_call_deadline.count() <= 0) {
+    return Status::InvalidArgument("nvml.call_deadline must be positive");
+  }
+  if (config.log_level != "debug" && config.log_level != "info" && config.log_level != "warn" &&
+      config.log_level != "error") {
+    return Status::InvalidArgument("log.level must be debug, info, warn or error");
+  }
+  if (config.log_format != "logfmt" && config.log_format != "json") {
+    return Status::InvalidArgument("log.format must be logfmt or json");
+  }
+  for (const auto& [name, collector] : config.collectors) {
+    if (collector.interval.count() <= 0) {
+      return Status::InvalidArgument("collectors." + name + ".interval must be positive");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string FlagsHelp(const AgentConfig& defaults) {
+  std::string out = "usage: gpuscope-agent [flags]\n\nflags:\n";
+  for (const FlagSpec& flag : kFlags) {
+    std::string left = "  --" + std::string(flag.name) + (flag.takes_value ? "=VALUE" : "");
+    if (left.size() < 34) left.resize(34, ' ');
+    out += left + " " + std::string(flag.help) + "\n";
+  }
+  out += "\ncollectors (--collector.NAME / --no-collector.NAME / --collector.NAME.interval=DURATION):\n";
+  for (const auto& [name, collector] : defaults.collectors) {
+    out += "  " + name + (collector.enabled ? " (enabled" : " (disabled") + ", every " +
+           FormatDuration(collector.interval) + ")\n";
+  }
+  return out;
+}
+
+}  // namespace gpuscope

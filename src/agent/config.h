@@ -1,0 +1,74 @@
+// AgentConfig: everything the agent can be told, from defaults, then the YAML file (--config FILE),
+// then command-line flags, in the Prometheus exporters' style (later sources override earlier ones).
+// Parsing is strict: an unknown key or flag, a malformed duration or a wrong type is an error that
+// names the key, never a silent default.
+//
+// Thread-safety: plain data and pure functions.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/core/status.h"
+
+namespace gpuscope {
+
+struct CollectorConfig {
+  bool enabled = true;
+  std::chrono::milliseconds interval{1000};
+};
+
+struct AgentConfig {
+  std::string config_file;
+
+  // web
+  std::string listen_address = ":9400";  // dcgm-exporter's port, so scrape configs need no change
+  std::string telemetry_path = "/metrics";
+  std::string web_config_file;  // Prometheus exporter-toolkit web config (TLS, basic auth)
+  int max_connections = 64;
+
+  // paths (roots, so that fixture trees work)
+  std::string procfs = "/proc";
+  std::string sysfs = "/sys";
+
+  // nvml
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::chrono::milliseconds nvml_call_deadline{2000};
+
+  // gpu
+  std::string dcgm_compat = "3";  // "3": dcgm-exporter 3.x names and units; "4.9": 4.9's
+  std::string hostname;           // empty: gethostname()
+
+  // Keyed by collector name; filled with every registered collector's defaults before parsing.
+  std::map<std::string, CollectorConfig, std::less<>> collectors;
+
+  // log
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+
+  // modes
+  bool once = false;                // collect once, print the exposition to stdout, exit
+  bool print_metrics_docs = false;  // print docs/metrics.md to stdout, exit
+  bool show_version = false;
+  bool show_help = false;
+};
+
+// Overlays the YAML document on `config`. Collector names must already be present in
+// config->collectors (the registry's defaults); unknown ones are errors.
+Status ApplyConfigYaml(std::string_view yaml, AgentConfig* config);
+
+// Overlays flags (argv without the program name) on `config`. Accepts --flag=value and --flag value.
+Status ApplyFlags(const std::vector<std::string>& args, AgentConfig* config);
+
+// Defaults -> file named by --config (if any) -> flags. Reads the file; the only I/O here.
+Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config);
+
+// Checks values that each source alone cannot (compat names, listen address shape, log names).
+Status ValidateConfig(const AgentConfig& config);
+
+std::string FlagsHelp(const AgentConfig& defaults);
+
+}  // namespace gpuscope

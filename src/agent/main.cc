@@ -1,0 +1,40 @@
+// gpuscope-agent: per-node GPU observability agent. Wiring only; see src/agent/agent.h.
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "src/agent/agent.h"
+#include "src/agent/config.h"
+#include "src/agent/registry.h"
+#include "src/core/version.h"
+
+int main(int argc, char** argv) {
+  // Block the termination signals before any thread exists: the agent takes them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  gpuscope::AgentConfig config;
+  gpuscope::BuiltinCollectors().FillDefaults(&config);
+  const gpuscope::AgentConfig defaults = config;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  gpuscope::Status status = gpuscope::LoadConfig(args, &config);
+  if (config.show_help) {
+    std::fputs(gpuscope::FlagsHelp(defaults).c_str(), stdout);
+    return 0;
+  }
+  if (config.show_version) {
+    std::printf("gpuscope-agent %s (revision %s, %s)\n", std::string(gpuscope::kVersion).c_str(),
+                std::string(gpuscope::kRevision).c_str(), std::string(gpuscope::kCompiler).c_str());
+    return 0;
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "gpuscope-agent: %s\n", status.message().c_str());
+    return 2;
+  }
+  return gpuscope::RunAgent(config);
+}

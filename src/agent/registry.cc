@@ -1,0 +1,57 @@
+#include "src/agent/registry.h"
+
+#include <cstdlib>
+
+#include "src/collectors/gpu/gpu_collector.h"
+#include "src/collectors/process/process_collector.h"
+
+namespace gpuscope {
+
+Status CollectorRegistry::Register(CollectorEntry entry) {
+  for (const CollectorEntry& existing : entries_) {
+    if (existing.name == entry.name) {
+      return Status::InvalidArgument("collector '" + entry.name + "' registered twice");
+    }
+  }
+  entries_.push_back(std::move(entry));
+  return Status::Ok();
+}
+
+void CollectorRegistry::FillDefaults(AgentConfig* config) const {
+  for (const CollectorEntry& entry : entries_) {
+    config->collectors[entry.name] = CollectorConfig{entry.enabled_by_default, entry.default_interval};
+  }
+}
+
+namespace {
+
+CollectorRegistry MakeBuiltins() {
+  CollectorRegistry registry;
+  Status status = registry.Register(
+      {"gpu", "NVIDIA GPUs through NVML: dcgm-exporter's fields and more", true, std::chrono::seconds(1),
+       [](const AgentConfig& config) -> std::unique_ptr<Collector> {
+         GpuCollectorOptions options;
+         options.nvml_library = config.nvml_library;
+         options.call_deadline = config.nvml_call_deadline;
+         if (!config.hostname.empty()) options.hostname = config.hostname;
+         options.dcgm_compat = config.dcgm_compat == "4.9" ? DcgmCompat::kDcgm49 : DcgmCompat::kDcgm3;
+         return std::make_unique<GpuCollector>(options);
+       }});
+  if (status.ok()) {
+    status = registry.Register({"process", "the agent's own CPU, memory and file descriptors", true,
+                                std::chrono::seconds(5), [](const AgentConfig&) -> std::unique_ptr<Collector> {
+                                  return std::make_unique<ProcessCollector>();
+                                }});
+  }
+  if (!status.ok()) std::abort();  // duplicate built-in names are a programming error
+  return registry;
+}
+
+}  // namespace
+
+const CollectorRegistry& BuiltinCollectors() {
+  static const CollectorRegistry registry = MakeBuiltins();
+  return registry;
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,43 @@
+// CollectorRegistry: the collectors the agent knows, created by name. Each entry declares its defaults
+// (enabled, interval) at registration, as node_exporter does; --collector.NAME / --no-collector.NAME
+// flip them. Registering a name twice is an error.
+//
+// Thread-safety: build at start-up on one thread, then read-only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/agent/config.h"
+#include "src/core/collector.h"
+#include "src/core/status.h"
+
+namespace gpuscope {
+
+struct CollectorEntry {
+  std::string name;
+  std::string help;
+  bool enabled_by_default = true;
+  std::chrono::milliseconds default_interval{1000};
+  // Must do no I/O: the docs generator creates every collector only to call Describe().
+  std::function<std::unique_ptr<Collector>(const AgentConfig&)> create;
+};
+
+class CollectorRegistry {
+ public:
+  Status Register(CollectorEntry entry);
+  const std::vector<CollectorEntry>& entries() const { return entries_; }
+  // Writes every entry's defaults into config->collectors.
+  void FillDefaults(AgentConfig* config) const;
+
+ private:
+  std::vector<CollectorEntry> entries_;
+};
+
+// The collectors built into gpuscope-agent.
+const CollectorRegistry& BuiltinCollectors();
+
+}  // namespace gpuscope

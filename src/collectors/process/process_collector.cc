@@ -1,0 +1,110 @@
+#include "src/collectors/process/process_collector.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "src/core/version.h"
+
+namespace gpuscope {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+MetricFamily Single(const MetricDescription& d, double value) {
+  MetricFamily family{d.name, d.help, d.type, d.unit, {}};
+  family.samples.push_back({{}, value});
+  return family;
+}
+
+const std::vector<MetricDescription>& Descriptions() {
+  static const std::vector<MetricDescription> kDescriptions = {
+      {"process_cpu_seconds_total", MetricType::kCounter, "User and system CPU time spent by the agent.",
+       "seconds", {}, "/proc/self/stat"},
+      {"process_resident_memory_bytes", MetricType::kGauge, "Resident memory of the agent.", "bytes", {},
+       "/proc/self/stat"},
+      {"process_virtual_memory_bytes", MetricType::kGauge, "Virtual memory of the agent.", "bytes", {},
+       "/proc/self/stat"},
+      {"process_start_time_seconds", MetricType::kGauge, "Start time of the agent since the Unix epoch.",
+       "seconds", {}, "/proc/self/stat, /proc/stat btime"},
+      {"process_open_fds", MetricType::kGauge, "Open file descriptors of the agent.", "", {}, "/proc/self/fd"},
+      {"process_max_fds", MetricType::kGauge, "File descriptor limit of the agent.", "", {}, "getrlimit"},
+      {"gpuscope_build_info", MetricType::kInfo, "gpuscope build, as labels; the value is always 1.", "",
+       {"version", "revision", "compiler"}, "build"},
+  };
+  return kDescriptions;
+}
+
+}  // namespace
+
+ProcessCollector::ProcessCollector(std::string self_dir) : self_dir_(std::move(self_dir)) {
+  std::istringstream stat(ReadFile("/proc/stat"));
+  std::string line;
+  while (std::getline(stat, line)) {
+    if (line.starts_with("btime ")) boot_time_seconds_ = std::stod(line.substr(6));
+  }
+}
+
+Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
+  const auto& d = Descriptions();
+  out.push_back(MetricFamily{d[6].name, d[6].help, d[6].type, d[6].unit,
+                             {{{{"version", std::string(kVersion)},
+                                {"revision", std::string(kRevision)},
+                                {"compiler", std::string(kCompiler)}},
+                               1.0}}});
+
+  std::string stat = ReadFile(self_dir_ + "/stat");
+  // The command name is in parentheses and may hold spaces: fields start after the last ')'.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return Status::Unavailable("cannot parse " + self_dir_ + "/stat");
+  std::vector<std::string_view> fields;
+  std::string_view rest(stat);
+  rest.remove_prefix(close + 2);
+  while (!rest.empty()) {
+    auto space = rest.find(' ');
+    fields.push_back(rest.substr(0, space));
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  // Fields after ')' start at field 3 (state); utime is field 14, stime 15, starttime 22, vsize 23, rss 24.
+  auto field = [&](int number) -> double {
+    size_t index = static_cast<size_t>(number - 3);
+    if (index >= fields.size()) return 0;
+    double value = 0;
+    std::from_chars(fields[index].data(), fields[index].data() + fields[index].size(), value);
+    return value;
+  };
+  double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  out.push_back(Single(d[0], (field(14) + field(15)) / ticks));
+  out.push_back(Single(d[1], field(24) * page));
+  out.push_back(Single(d[2], field(23)));
+  out.push_back(Single(d[3], boot_time_seconds_ + field(22) / ticks));
+
+  double open_fds = 0;
+  if (DIR* dir = opendir((self_dir_ + "/fd").c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') ++open_fds;
+    }
+    closedir(dir);
+    out.push_back(Single(d[4], open_fds - 1));  // minus the descriptor of this listing itself
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) out.push_back(Single(d[5], static_cast<double>(limit.rlim_cur)));
+  return Status::Ok();
+}
+
+std::vector<MetricDescription> ProcessCollector::Describe() const { return Descriptions(); }
+
+}  // namespace gpuscope

@@ -1,0 +1,28 @@
+// ProcessCollector: the agent's own process metrics under the names every Prometheus client library
+// uses (process_cpu_seconds_total, process_resident_memory_bytes, ...) plus gpuscope_build_info, so the
+// agent's footprint is visible next to what it measures. Reads /proc/self (never --path.procfs, which
+// may point at a fixture tree of another host).
+//
+// Thread-safety: Collect() from the scheduler thread only.
+#pragma once
+
+#include <string>
+
+#include "src/core/collector.h"
+
+namespace gpuscope {
+
+class ProcessCollector : public Collector {
+ public:
+  explicit ProcessCollector(std::string self_dir = "/proc/self");
+
+  std::string_view Name() const override { return "process"; }
+  Status Collect(std::vector<MetricFamily>& out) override;
+  std::vector<MetricDescription> Describe() const override;
+
+ private:
+  std::string self_dir_;
+  double boot_time_seconds_ = 0;  // from /proc/stat btime, read once
+};
+
+}  // namespace gpuscope

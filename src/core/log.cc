@@ -1,0 +1,172 @@
+#include "src/core/log.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace gpuscope {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::atomic<int> g_format{static_cast<int>(LogFormat::kLogfmt)};
+std::mutex g_write_mu;
+
+std::string_view LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+// Escapes for a double-quoted string (JSON and logfmt share the rules we need).
+void AppendQuoted(std::string& out, std::string_view value) {
+  out.push_back('"');
+  for (size_t i = 0; i < value.size();) {
+    unsigned char c = value[i];
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else {
+      size_t len = Utf8SequenceLength(value, i);
+      if (len == 0) {
+        out += "\xEF\xBF\xBD";  // U+FFFD for an invalid byte
+        ++i;
+      } else {
+        out.append(value.substr(i, len));
+        i += len;
+      }
+    }
+  }
+  out.push_back('"');
+}
+
+bool NeedsQuoting(std::string_view value) {
+  if (value.empty()) return true;
+  for (unsigned char c : value) {
+    if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c >= 0x7F) return true;
+  }
+  return false;
+}
+
+void AppendLogfmtValue(std::string& out, std::string_view value) {
+  if (NeedsQuoting(value)) {
+    AppendQuoted(out, value);
+  } else {
+    out.append(value);
+  }
+}
+
+std::string NowRfc3339() {
+  auto now = std::chrono::system_clock::now();
+  auto secs = std::chrono::time_point_cast<std::chrono::seconds>(now);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now - secs).count();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(millis));
+  return buf;
+}
+
+}  // namespace
+
+std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel level, std::string_view message,
+                          std::initializer_list<LogField> fields) {
+  std::string out;
+  out.reserve(128);
+  if (format == LogFormat::kJson) {
+    out += "{\"ts\":";
+    AppendQuoted(out, time);
+    out += ",\"level\":";
+    AppendQuoted(out, LevelName(level));
+    out += ",\"msg\":";
+    AppendQuoted(out, message);
+    for (const auto& [key, value] : fields) {
+      out.push_back(',');
+      AppendQuoted(out, key);
+      out.push_back(':');
+      AppendQuoted(out, value);
+    }
+    out += "}\n";
+  } else {
+    out += "ts=";
+    out.append(time);
+    out += " level=";
+    out.append(LevelName(level));
+    out += " msg=";
+    AppendQuoted(out, message);
+    for (const auto& [key, value] : fields) {
+      out.push_back(' ');
+      out.append(key);
+      out.push_back('=');
+      AppendLogfmtValue(out, value);
+    }
+    out.push_back('\n');
+  }
+  return out;
+}
+
+void Log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields) {
+  if (!LogEnabled(level)) return;
+  std::string line = FormatLogLine(static_cast<LogFormat>(g_format.load()), NowRfc3339(), level, message, fields);
+  std::lock_guard<std::mutex> lock(g_write_mu);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
+
+void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+bool SetLogLevel(std::string_view name) {
+  for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
+    if (name == LevelName(level)) {
+      SetLogLevel(level);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SetLogFormat(std::string_view name) {
+  if (name == "logfmt") {
+    g_format.store(static_cast<int>(LogFormat::kLogfmt));
+  } else if (name == "json") {
+    g_format.store(static_cast<int>(LogFormat::kJson));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,191 @@
+#include "src/core/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "src/core/log.h"
+
+namespace gpuscope {
+namespace {
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+enum SelfMetric { kDuration, kSuccess, kLastSuccess, kRuns, kFailures };
+
+MetricFamily Family(const MetricDescription& d) { return MetricFamily{d.name, d.help, d.type, d.unit, {}}; }
+
+}  // namespace
+
+Scheduler::Scheduler(SnapshotStore* store, std::chrono::milliseconds stall_floor)
+    : store_(store), stall_floor_(stall_floor) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Add(std::unique_ptr<Collector> collector, std::chrono::milliseconds interval) {
+  auto slot = std::make_unique<Slot>();
+  slot->collector = std::move(collector);
+  slot->interval = std::max(interval, std::chrono::milliseconds(1));
+  slots_.push_back(std::move(slot));
+}
+
+void Scheduler::Start() {
+  started_at_ = std::chrono::steady_clock::now();
+  for (auto& slot : slots_) {
+    threads_.emplace_back([this, s = slot.get()] { Loop(s); });
+  }
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  threads_.clear();
+}
+
+void Scheduler::RunOnce() {
+  if (started_at_ == std::chrono::steady_clock::time_point{}) started_at_ = std::chrono::steady_clock::now();
+  for (auto& slot : slots_) RunCycle(slot.get());
+}
+
+void Scheduler::Loop(Slot* slot) {
+  auto next = std::chrono::steady_clock::now();
+  while (true) {
+    RunCycle(slot);
+    // Fixed rate: the next cycle starts one interval after the previous start; missed slots are skipped
+    // rather than run back to back.
+    next += slot->interval;
+    auto now = std::chrono::steady_clock::now();
+    if (next < now) {
+      auto behind = (now - next) / slot->interval + 1;
+      next += slot->interval * behind;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+  }
+}
+
+void Scheduler::RunCycle(Slot* slot) {
+  std::vector<MetricFamily> families;
+  auto start = std::chrono::steady_clock::now();
+  Status status = slot->collector->Collect(families);
+  auto end = std::chrono::steady_clock::now();
+  double duration = std::chrono::duration<double>(end - start).count();
+
+  std::string name(slot->collector->Name());
+  if (status.code() == Status::Code::kNoData) {
+    Log(LogLevel::kDebug, "collector has no data", {{"collector", name}, {"reason", status.message()}});
+  } else if (!status.ok()) {
+    Log(LogLevel::kWarn, "collector failed", {{"collector", name}, {"error", status.ToString()}});
+  }
+  // Partial results beat none: whatever the collector appended is published even on error.
+  store_->Update(name, std::move(families));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->ran = true;
+    slot->runs++;
+    slot->last_duration_seconds = duration;
+    slot->last_success = status.succeeded();
+    slot->last_completed = end;
+    if (status.succeeded()) {
+      slot->last_success_unix_seconds = UnixSeconds();
+      slot->last_error.clear();
+    } else {
+      slot->failures++;
+      slot->last_error = status.ToString();
+    }
+  }
+  PublishSelfMetrics();
+  cv_.notify_all();
+}
+
+std::vector<MetricDescription> Scheduler::SelfMetricDescriptions() {
+  return {
+      {"gpuscope_collector_duration_seconds", MetricType::kGauge, "Duration of the collector's last cycle.",
+       "seconds", {"collector"}, "scheduler"},
+      {"gpuscope_collector_success", MetricType::kGauge,
+       "Whether the collector's last cycle succeeded (1) or failed (0).", "", {"collector"}, "scheduler"},
+      {"gpuscope_collector_last_success_timestamp_seconds", MetricType::kGauge,
+       "Unix time of the collector's last successful cycle (0 before the first).", "seconds", {"collector"},
+       "scheduler"},
+      {"gpuscope_collector_runs_total", MetricType::kCounter, "Cycles the collector has completed.", "",
+       {"collector"}, "scheduler"},
+      {"gpuscope_collector_failures_total", MetricType::kCounter, "Cycles of the collector that failed.", "",
+       {"collector"}, "scheduler"},
+  };
+}
+
+void Scheduler::PublishSelfMetrics() {
+  static const std::vector<MetricDescription> kSelf = SelfMetricDescriptions();
+  MetricFamily duration = Family(kSelf[kDuration]);
+  MetricFamily success = Family(kSelf[kSuccess]);
+  MetricFamily last_success = Family(kSelf[kLastSuccess]);
+  MetricFamily runs = Family(kSelf[kRuns]);
+  MetricFamily failures = Family(kSelf[kFailures]);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& slot : slots_) {
+      if (!slot->ran) continue;
+      Labels labels{{"collector", std::string(slot->collector->Name())}};
+      duration.samples.push_back({labels, slot->last_duration_seconds});
+      success.samples.push_back({labels, slot->last_success ? 1.0 : 0.0});
+      last_success.samples.push_back({labels, slot->last_success_unix_seconds});
+      runs.samples.push_back({labels, static_cast<double>(slot->runs)});
+      failures.samples.push_back({std::move(labels), static_cast<double>(slot->failures)});
+    }
+  }
+  std::vector<MetricFamily> families;
+  families.push_back(std::move(duration));
+  families.push_back(std::move(success));
+  families.push_back(std::move(last_success));
+  families.push_back(std::move(runs));
+  families.push_back(std::move(failures));
+  store_->Update("scheduler", std::move(families));
+}
+
+HealthReport Scheduler::Health() const {
+  HealthReport report;
+  report.ready = true;
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& slot : slots_) {
+    std::string name(slot->collector->Name());
+    if (!slot->ran) report.ready = false;
+    if (!slot->collector->Healthy()) {
+      report.healthy = false;
+      report.detail += name + ": source unavailable";
+      if (!slot->last_error.empty()) report.detail += " (" + slot->last_error + ")";
+      report.detail += "\n";
+    }
+    auto stall_after = std::max<std::chrono::steady_clock::duration>(3 * slot->interval, stall_floor_);
+    auto since = slot->ran ? slot->last_completed : started_at_;
+    if (since != std::chrono::steady_clock::time_point{} && now - since > stall_after) {
+      report.healthy = false;
+      report.detail += name + ": no completed cycle for " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - since).count()) +
+                       "s\n";
+    }
+  }
+  return report;
+}
+
+bool Scheduler::WaitUntilReady(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] {
+    return std::all_of(slots_.begin(), slots_.end(), [](const auto& slot) { return slot->ran; });
+  });
+}
+
+std::vector<const Collector*> Scheduler::collectors() const {
+  std::vector<const Collector*> out;
+  for (const auto& slot : slots_) out.push_back(slot->collector.get());
+  return out;
+}
+
+}  // namespace gpuscope

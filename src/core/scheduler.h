@@ -1,0 +1,85 @@
+// Scheduler: runs each collector on its own interval in its own thread, off the request path, and
+// publishes each cycle's families to the SnapshotStore. It, not the collectors, emits the self-metrics
+// gpuscope_collector_duration_seconds / _success / _last_success_timestamp_seconds / _runs_total{collector}
+// and answers health: unhealthy when a collector reports its source gone (Collector::Healthy() false) or
+// has not completed a cycle for max(3 intervals, stall_floor); ready once every collector ran once.
+//
+// Thread-safety: Add() before Start() only. Start(), Stop(), Health(), WaitUntilReady() and RunOnce() may
+// be called from any thread. A slow collector delays only its own thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/core/collector.h"
+#include "src/core/health.h"
+#include "src/core/snapshot.h"
+
+namespace gpuscope {
+
+class Scheduler {
+ public:
+  // stall_floor: the least time without a completed cycle that counts as stalled (default 10 s).
+  explicit Scheduler(SnapshotStore* store,
+                     std::chrono::milliseconds stall_floor = std::chrono::milliseconds(10000));
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void Add(std::unique_ptr<Collector> collector, std::chrono::milliseconds interval);
+
+  // Starts one thread per collector; each runs its first cycle at once.
+  void Start();
+  // Signals every thread and joins them. A cycle in progress finishes first (collectors bound their own
+  // calls, e.g. the GPU collector's per-call deadline).
+  void Stop();
+
+  // Runs every collector once on the calling thread and publishes the results (for --once and tests).
+  void RunOnce();
+
+  HealthReport Health() const;
+  // Returns true once ready, false on timeout.
+  bool WaitUntilReady(std::chrono::milliseconds timeout) const;
+
+  std::vector<const Collector*> collectors() const;
+
+  // The self-metric families the scheduler publishes (for docs/metrics.md).
+  static std::vector<MetricDescription> SelfMetricDescriptions();
+
+ private:
+  struct Slot {
+    std::unique_ptr<Collector> collector;
+    std::chrono::milliseconds interval;
+    // Guarded by Scheduler::mu_.
+    bool ran = false;
+    bool last_success = false;
+    double last_duration_seconds = 0;
+    double last_success_unix_seconds = 0;
+    uint64_t runs = 0;
+    uint64_t failures = 0;
+    std::chrono::steady_clock::time_point last_completed{};
+    std::string last_error;
+  };
+
+  void Loop(Slot* slot);
+  void RunCycle(Slot* slot);
+  void PublishSelfMetrics();
+
+  SnapshotStore* store_;
+  std::chrono::milliseconds stall_floor_;
+  std::chrono::steady_clock::time_point started_at_{};
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::thread> threads_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;  // signalled on stop and after each cycle
+  bool stopping_ = false;               // guarded by mu_
+};
+
+}  // namespace gpuscope

@@ -1,0 +1,139 @@
+// Tests of the agent's configuration: YAML file, flags overriding it, strict errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "src/agent/config.h"
+#include "src/agent/registry.h"
+
+namespace gpuscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+AgentConfig Defaults() {
+  AgentConfig config;
+  BuiltinCollectors().FillDefaults(&config);
+  return config;
+}
+
+TEST(AgentConfig, DefaultsMatchDcgmExporter) {
+  AgentConfig config = Defaults();
+  EXPECT_EQ(config.listen_address, ":9400");
+  EXPECT_EQ(config.telemetry_path, "/metrics");
+  EXPECT_EQ(config.nvml_library, "libnvidia-ml.so.1");
+  EXPECT_TRUE(config.collectors.at("gpu").enabled);
+  EXPECT_EQ(config.collectors.at("gpu").interval, std::chrono::seconds(1));
+  EXPECT_TRUE(ValidateConfig(config).ok());
+}
+
+TEST(AgentConfig, YamlSetsEverySection) {
+  AgentConfig config = Defaults();
+  Status status = ApplyConfigYaml(R"(
+web: {listen_address: "127.0.0.1:9500", telemetry_path: /m, config_file: /etc/web.yml, max_connections: 8}
+paths: {procfs: /host/proc, sysfs: /host/sys}
+nvml: {library: /opt/libnvidia-ml.so.1, call_deadline: 500ms}
+gpu: {dcgm_compat: "4.9", hostname: node7}
+log: {level: debug, format: json}
+collectors:
+  gpu: {interval: 2s}
+  process: {enabled: false}
+)",
+                                  &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.listen_address, "127.0.0.1:9500");
+  EXPECT_EQ(config.telemetry_path, "/m");
+  EXPECT_EQ(config.web_config_file, "/etc/web.yml");
+  EXPECT_EQ(config.max_connections, 8);
+  EXPECT_EQ(config.procfs, "/host/proc");
+  EXPECT_EQ(config.sysfs, "/host/sys");
+  EXPECT_EQ(config.nvml_library, "/opt/libnvidia-ml.so.1");
+  EXPECT_EQ(config.nvml_call_deadline, std::chrono::milliseconds(500));
+  EXPECT_EQ(config.dcgm_compat, "4.9");
+  EXPECT_EQ(config.hostname, "node7");
+  EXPECT_EQ(config.log_level, "debug");
+  EXPECT_EQ(config.log_format, "json");
+  EXPECT_EQ(config.collectors.at("gpu").interval, std::chrono::seconds(2));
+  EXPECT_FALSE(config.collectors.at("process").enabled);
+  EXPECT_TRUE(ValidateConfig(config).ok());
+}
+
+TEST(AgentConfig, UnknownKeysAndBadValuesAreErrorsNamingTheKey) {
+  AgentConfig config = Defaults();
+  EXPECT_THAT(ApplyConfigYaml("web: {listen_adress: x}", &config).message(), HasSubstr("listen_adress"));
+  EXPECT_THAT(ApplyConfigYaml("collectors: {gpuu: {}}", &config).message(), HasSubstr("gpuu"));
+  EXPECT_THAT(ApplyConfigYaml("collectors: {gpu: {interval: fast}}", &config).message(),
+              HasSubstr("collectors.gpu.interval"));
+  EXPECT_THAT(ApplyConfigYaml("web: [1, 2]", &config).message(), HasSubstr("web"));
+  EXPECT_THAT(ApplyConfigYaml("web: {max_connections: many}", &config).message(), HasSubstr("integer"));
+  EXPECT_THAT(ApplyConfigYaml("{unclosed", &config).message(), HasSubstr("not valid YAML"));
+  EXPECT_TRUE(ApplyConfigYaml("", &config).ok()) << "an empty file configures nothing";
+}
+
+TEST(AgentConfig, FlagsInBothSpellingsAndCollectorSwitches) {
+  AgentConfig config = Defaults();
+  Status status = ApplyFlags({"--web.listen-address", "127.0.0.1:0", "--nvml.library=/tmp/lib.so",
+                              "--no-collector.process", "--collector.gpu.interval=250ms", "--gpu.dcgm-compat",
+                              "4.9", "--once"},
+                             &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.listen_address, "127.0.0.1:0");
+  EXPECT_EQ(config.nvml_library, "/tmp/lib.so");
+  EXPECT_FALSE(config.collectors.at("process").enabled);
+  EXPECT_EQ(config.collectors.at("gpu").interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(config.dcgm_compat, "4.9");
+  EXPECT_TRUE(config.once);
+  ASSERT_TRUE(ApplyFlags({"--collector.process"}, &config).ok());
+  EXPECT_TRUE(config.collectors.at("process").enabled);
+}
+
+TEST(AgentConfig, BadFlagsAreErrors) {
+  AgentConfig config = Defaults();
+  EXPECT_THAT(ApplyFlags({"--web.listen"}, &config).message(), HasSubstr("unknown flag"));
+  EXPECT_THAT(ApplyFlags({"--collector.nope"}, &config).message(), HasSubstr("unknown collector"));
+  EXPECT_THAT(ApplyFlags({"--nvml.library"}, &config).message(), HasSubstr("needs a value"));
+  EXPECT_THAT(ApplyFlags({"--nvml.call-deadline=soon"}, &config).message(), HasSubstr("not a duration"));
+  EXPECT_THAT(ApplyFlags({"stray"}, &config).message(), HasSubstr("unexpected argument"));
+  EXPECT_THAT(ApplyFlags({"--once=maybe"}, &config).message(), HasSubstr("true or false"));
+}
+
+TEST(AgentConfig, FlagsOverrideTheConfigFile) {
+  std::string path = ::testing::TempDir() + "/gpuscope_config_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "web: {listen_address: \"127.0.0.1:9500\"}\ngpu: {hostname: from-file}\n";
+  }
+  AgentConfig config = Defaults();
+  Status status = LoadConfig({"--config", path, "--web.listen-address=127.0.0.1:9600"}, &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.listen_address, "127.0.0.1:9600");
+  EXPECT_EQ(config.hostname, "from-file");
+  std::remove(path.c_str());
+}
+
+TEST(AgentConfig, MissingConfigFileAndInvalidValuesAreReported) {
+  AgentConfig config = Defaults();
+  EXPECT_THAT(LoadConfig({"--config=/nonexistent/x.yaml"}, &config).message(), HasSubstr("cannot read"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--gpu.dcgm-compat=5"}, &config).message(), HasSubstr("dcgm_compat"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--web.listen-address=9400"}, &config).message(), HasSubstr("host:port"));
+}
+
+TEST(AgentConfig, HelpListsFlagsAndCollectors) {
+  std::string help = FlagsHelp(Defaults());
+  EXPECT_THAT(help, HasSubstr("--web.listen-address"));
+  EXPECT_THAT(help, HasSubstr("--nvml.library"));
+  EXPECT_THAT(help, HasSubstr("gpu (enabled, every 1s)"));
+}
+
+TEST(CollectorRegistry, RejectsDuplicateNames) {
+  CollectorRegistry registry;
+  ASSERT_TRUE(registry.Register({"x", "", true, std::chrono::seconds(1), nullptr}).ok());
+  EXPECT_FALSE(registry.Register({"x", "", true, std::chrono::seconds(1), nullptr}).ok());
+}
+
+}  // namespace
+}  // namespace gpuscope
