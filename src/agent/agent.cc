@@ -2,7 +2,9 @@
 
 #include <csignal>
 #include <cstdio>
+#include <algorithm>
 #include <memory>
+#include <thread>
 
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
@@ -10,7 +12,7 @@
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
 #include "src/core/version.h"
-#include "src/sinks/prometheus/endpoint.h"
+#include "src/sinks/prometheus/prometheus_endpoint.h"
 #include "src/sinks/prometheus/exposition.h"
 
 namespace gpuscope {
@@ -23,6 +25,8 @@ int PrintMetricsDocs(const AgentConfig& config) {
   }
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
+  docs.push_back({"prometheus_endpoint", "The /metrics endpoint's own requests and renders (always on)",
+                  PrometheusEndpoint::DescribeSelfMetrics()});
   std::string text = RenderMetricsDocs(docs);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
@@ -46,6 +50,11 @@ int RunAgent(const AgentConfig& config) {
   }
 
   if (config.once) {
+    // Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
+    // profiling metrics) are present too.
+    scheduler.RunOnce();
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval,
+                                                                    std::chrono::seconds(1)));
     scheduler.RunOnce();
     std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -56,13 +65,17 @@ int RunAgent(const AgentConfig& config) {
   options.listen_address = config.listen_address;
   options.telemetry_path = config.telemetry_path;
   options.web_config_file = config.web_config_file;
-  options.max_connections = config.max_connections;
+  options.max_connections = static_cast<size_t>(config.max_connections);
   Status status;
-  auto endpoint = PrometheusEndpoint::Create(options, &store, [&scheduler] { return scheduler.Health(); }, &status);
+  auto endpoint = PrometheusEndpoint::Create(options, &store, [&scheduler] { return scheduler.Health(); }, status);
   if (!endpoint) {
     Log(LogLevel::kError, "cannot set up the metrics endpoint", {{"error", status.ToString()}});
     return 1;
   }
+  for (const std::string& warning : endpoint->warnings()) {
+    Log(LogLevel::kWarn, "web config", {{"warning", warning}});
+  }
+  scheduler.Add(std::make_unique<EndpointSelfCollector>(endpoint.get()), std::chrono::seconds(5));
   scheduler.Start();
   status = endpoint->Start();
   if (!status.ok()) {

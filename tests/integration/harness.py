@@ -1,0 +1,149 @@
+"""Shared helpers for gpuscope's integration tests: start the agent on the simulator and real Prometheus
+on loopback, scrape, query PromQL. Standard library only."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+            last = exc
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def http_get(url, headers=None, timeout=5):
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+class Agent:
+    """gpuscope-agent on 127.0.0.1:0 with the simulator; learns its port from the start-up log line."""
+
+    def __init__(self, binary, sim_library, scenario, extra_args=(), env=None):
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-agent-")
+        self.log_path = os.path.join(self.workdir, "agent.log")
+        environment = dict(os.environ)
+        environment["GPUSCOPE_SIM_SCENARIO"] = scenario
+        environment.update(env or {})
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [binary, "--nvml.library", sim_library, "--web.listen-address", "127.0.0.1:0",
+             "--gpu.hostname", "sim-node", *extra_args],
+            stdout=self.log, stderr=subprocess.STDOUT, env=environment)
+        self.port = wait_for(self._port_from_log, 30, "the agent's listening line")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _port_from_log(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"agent exited with {self.process.returncode}: {self.read_log()}")
+        match = re.search(r"gpuscope-agent listening.* port=(\d+)", self.read_log())
+        return int(match.group(1)) if match else None
+
+    def read_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def metrics(self):
+        return http_get(self.url + "/metrics")[2].decode()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        return self.process.returncode
+
+    def cleanup(self):
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class Prometheus:
+    """A real Prometheus (Debian package) scraping the given targets every second."""
+
+    def __init__(self, targets, binary=None, rule_files=()):
+        self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
+        self.port = free_port()
+        config = os.path.join(self.workdir, "prometheus.yml")
+        target_list = ", ".join(f'"{t}"' for t in targets)
+        rules = "".join(f"\n  - {r}" for r in rule_files)
+        with open(config, "w") as f:
+            f.write(
+                "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                f"rule_files:{rules if rules else ' []'}\n"
+                "scrape_configs:\n"
+                "  - job_name: gpu\n"
+                f"    static_configs: [{{targets: [{target_list}]}}]\n")
+        self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
+        self.process = subprocess.Popen(
+            [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.workdir}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait_for(self._ready, 60, "Prometheus to be ready")
+
+    def _ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"prometheus exited with {self.process.returncode}")
+        return http_get(self.url + "/-/ready")[0] == 200
+
+    def query(self, promql):
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        body = json.loads(http_get(url)[2])
+        if body.get("status") != "success":
+            raise AssertionError(f"query {promql!r} failed: {body}")
+        return body["data"]["result"]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels.items())): value} from text format 0.0.4 (enough for our own output)."""
+    samples = {}
+    pattern = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+    label_pattern = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = pattern.match(line)
+        if not match:
+            raise AssertionError(f"unparsable exposition line: {line!r}")
+        labels = dict(label_pattern.findall(match.group(3) or ""))
+        samples[(match.group(1), frozenset(labels.items()))] = float(match.group(4))
+    return samples
