@@ -1,0 +1,214 @@
+#include "src/sinks/prometheus/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "tests/unit/sinks/prometheus/test_client.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::ParsedResponse;
+using testing::TestClient;
+
+std::unique_ptr<HttpServer> StartServer(HttpServerOptions options = {}) {
+  options.listen_address = "127.0.0.1:0";
+  auto server = std::make_unique<HttpServer>(std::move(options));
+  server->Handle("/hello", [](const HttpRequestHead& request, HttpResponse& response) {
+    response.body = "hello " + std::string(request.query) + "\n";
+  });
+  EXPECT_TRUE(server->Start().ok());
+  EXPECT_NE(server->port(), 0);
+  return server;
+}
+
+TEST(PrometheusHttpServer, ParsesListenAddresses) {
+  std::string host;
+  uint16_t port = 1;
+  ASSERT_TRUE(ParseListenAddress(":9400", host, port).ok());
+  EXPECT_EQ(host, "");
+  EXPECT_EQ(port, 9400);
+  ASSERT_TRUE(ParseListenAddress("127.0.0.1:0", host, port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(ParseListenAddress("[::1]:8080", host, port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 8080);
+  EXPECT_FALSE(ParseListenAddress("9400", host, port).ok());
+  EXPECT_FALSE(ParseListenAddress("::1:80", host, port).ok());
+  EXPECT_FALSE(ParseListenAddress("host:65536", host, port).ok());
+  EXPECT_FALSE(ParseListenAddress("host:", host, port).ok());
+  EXPECT_FALSE(ParseListenAddress("[::1]", host, port).ok());
+}
+
+TEST(PrometheusHttpServer, ServesSeveralRequestsOnOneKeepAliveConnection) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(client.ok());
+  for (int i = 0; i < 3; ++i) {
+    ParsedResponse response = client.Get("/hello?n=" + std::to_string(i));
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.body, "hello n=" + std::to_string(i) + "\n");
+    EXPECT_EQ(response.headers.count("connection"), 0u);
+    EXPECT_FALSE(response.headers["date"].empty());
+  }
+}
+
+TEST(PrometheusHttpServer, AnswersPipelinedRequestsInOrder) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(
+      client.SendRaw("GET /hello?a HTTP/1.1\r\nHost: x\r\n\r\nGET /hello?b HTTP/1.1\r\nHost: "
+                     "x\r\nConnection: close\r\n\r\n"));
+  ParsedResponse first, second;
+  ASSERT_TRUE(client.ReadResponse(first));
+  ASSERT_TRUE(client.ReadResponse(second));
+  EXPECT_EQ(first.body, "hello a\n");
+  EXPECT_EQ(second.body, "hello b\n");
+  EXPECT_EQ(second.headers["connection"], "close");
+  std::string rest;
+  EXPECT_TRUE(client.ReadUntilClosed(rest));
+  EXPECT_EQ(rest, "");
+}
+
+TEST(PrometheusHttpServer, AssemblesARequestHeadSentOneByteAtATime) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  std::string request = "GET /hello?slow HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (char c : request) ASSERT_TRUE(client.SendRaw(std::string(1, c)));
+  ParsedResponse response;
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.body, "hello slow\n");
+}
+
+TEST(PrometheusHttpServer, Answers404ForUnknownPathsAnd405ForOtherMethods) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  EXPECT_EQ(client.Get("/nope").status, 404);
+  ASSERT_TRUE(client.SendRaw("DELETE /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ParsedResponse response;
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.headers["allow"], "GET, HEAD");
+  EXPECT_EQ(client.Get("/hello").status, 200);  // the connection survives both
+}
+
+TEST(PrometheusHttpServer, HeadSendsHeadersWithoutBody) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(client.SendRaw("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ParsedResponse response;
+  ASSERT_TRUE(client.ReadResponse(response, /*head_only=*/true));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers["content-length"], "7");
+  // Had a body been sent, it would be read as the start of this response.
+  ParsedResponse next = client.Get("/hello?x");
+  EXPECT_EQ(next.status, 200);
+  EXPECT_EQ(next.body, "hello x\n");
+}
+
+TEST(PrometheusHttpServer, RejectsOversizedHeadersWith431AndCloses) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(
+      client.SendRaw("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n"));
+  std::string raw;
+  ASSERT_TRUE(client.ReadUntilClosed(raw));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 431 ")) << raw;
+  EXPECT_NE(raw.find("Connection: close"), std::string::npos);
+}
+
+TEST(PrometheusHttpServer, RejectsRequestBodiesWith413) {
+  auto server = StartServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(client.SendRaw("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"));
+  std::string raw;
+  ASSERT_TRUE(client.ReadUntilClosed(raw));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 413 ")) << raw;
+}
+
+TEST(PrometheusHttpServer, AnswersConnectionsBeyondTheCapWith503) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  auto server = StartServer(options);
+  TestClient a(server->port()), b(server->port());
+  // A completed request proves each connection is held by the server.
+  ASSERT_EQ(a.Get("/hello").status, 200);
+  ASSERT_EQ(b.Get("/hello").status, 200);
+  TestClient c(server->port());
+  std::string raw;
+  ASSERT_TRUE(c.ReadUntilClosed(raw));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 503 ")) << raw;
+  // The held connections still work.
+  EXPECT_EQ(a.Get("/hello").status, 200);
+}
+
+TEST(PrometheusHttpServer, ClosesConnectionsIdleLongerThanTheReadTimeout) {
+  HttpServerOptions options;
+  options.read_timeout = std::chrono::milliseconds(100);
+  auto server = StartServer(options);
+  TestClient client(server->port());
+  ASSERT_EQ(client.Get("/hello").status, 200);
+  std::string raw;
+  EXPECT_TRUE(client.ReadUntilClosed(raw));  // the client's own timeout is 10 s
+  EXPECT_EQ(raw, "");
+}
+
+TEST(PrometheusHttpServer, StopReturnsWhileKeepAliveClientsIdle) {
+  HttpServerOptions options;
+  options.read_timeout = std::chrono::hours(1);
+  auto server = StartServer(options);
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_EQ(clients.back()->Get("/hello").status, 200);
+  }
+  TestClient silent(server->port());  // connected, never sends anything
+  server->Stop();                     // would block for an hour if idle connections were not interrupted
+  std::string raw;
+  EXPECT_TRUE(clients[0]->ReadUntilClosed(raw));
+  EXPECT_TRUE(silent.ReadUntilClosed(raw));
+  server->Stop();  // idempotent
+}
+
+TEST(PrometheusHttpServer, AddsConfiguredHeadersToEveryResponse) {
+  HttpServerOptions options;
+  options.web_config.headers["X-Frame-Options"] = "deny";
+  auto server = StartServer(options);
+  TestClient client(server->port());
+  EXPECT_EQ(client.Get("/hello").headers["x-frame-options"], "deny");
+  EXPECT_EQ(client.Get("/missing").headers["x-frame-options"], "deny");
+}
+
+TEST(PrometheusHttpServer, FailsToStartOnAPortInUse) {
+  auto first = StartServer();
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:" + std::to_string(first->port());
+  HttpServer second(options);
+  Status status = second.Start();
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable) << status.ToString();
+}
+
+TEST(PrometheusHttpServer, ReportsEachResponseToTheObserver) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  HttpServer server(options);
+  std::mutex mu;
+  std::vector<std::pair<std::string, int>> seen;
+  server.Handle("/x", [](const HttpRequestHead&, HttpResponse&) {});
+  server.SetResponseObserver([&](std::string_view path, int status) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(std::string(path), status);
+  });
+  ASSERT_TRUE(server.Start().ok());
+  TestClient client(server.port());
+  client.Get("/x");
+  client.Get("/y");
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, int>>{{"/x", 200}, {"/y", 404}}));
+}
+
+}  // namespace
+}  // namespace gpuscope
