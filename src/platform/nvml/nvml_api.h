@@ -70,8 +70,8 @@ typedef enum nvmlClockType_enum {
 typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
 
 typedef enum nvmlMemoryErrorType_enum {
-  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,  // single-bit
-  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 // double-bit
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,   // single-bit
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1  // double-bit
 } nvmlMemoryErrorType_t;
 
 typedef enum nvmlEccCounterType_enum {
@@ -137,7 +137,7 @@ typedef union nvmlValue_st {
 typedef struct nvmlFieldValue_st {
   unsigned int fieldId;
   unsigned int scopeId;
-  long long timestamp;    // microseconds since 1970
+  long long timestamp;  // microseconds since 1970
   long long latencyUsec;
   nvmlValueType_t valueType;
   nvmlReturn_t nvmlReturn;  // value is valid only when NVML_SUCCESS
@@ -256,99 +256,97 @@ typedef struct {
 // X(name, return type, parameter list, argument names). Every NVML function gpuscope calls.
 // Those marked optional in the loader may be absent on old drivers; the caller then treats the field
 // as not supported. nvmlErrorString is listed apart because it returns a string.
-#define GPUSCOPE_NVML_FUNCTIONS(X)                                                                        \
-  X(nvmlInit_v2, (), ())                                                                                   \
-  X(nvmlShutdown, (), ())                                                                                  \
-  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length), (version, length))                   \
-  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length), (version, length))                     \
-  X(nvmlDeviceGetCount_v2, (unsigned int* count), (count))                                                 \
-  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device), (index, device))            \
-  X(nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length), (device, name, length))     \
-  X(nvmlDeviceGetUUID, (nvmlDevice_t device, char* uuid, unsigned int length), (device, uuid, length))     \
-  X(nvmlDeviceGetSerial, (nvmlDevice_t device, char* serial, unsigned int length),                         \
-    (device, serial, length))                                                                              \
-  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t* pci), (device, pci))                     \
-  X(nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int* minor), (device, minor))                 \
-  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index), (device, index))                       \
-  X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz),                \
-    (device, type, mhz))                                                                                   \
-  X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz),             \
-    (device, type, mhz))                                                                                   \
-  X(nvmlDeviceGetTemperature, (nvmlDevice_t device, nvmlTemperatureSensors_t sensor, unsigned int* temp),  \
-    (device, sensor, temp))                                                                                \
-  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int* milliwatts), (device, milliwatts))        \
-  X(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int* milliwatts),                      \
-    (device, milliwatts))                                                                                  \
-  X(nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t device, unsigned long long* millijoules),           \
-    (device, millijoules))                                                                                 \
-  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t* utilization),                  \
-    (device, utilization))                                                                                 \
-  X(nvmlDeviceGetEncoderUtilization,                                                                       \
-    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us),                    \
-    (device, utilization, sampling_period_us))                                                             \
-  X(nvmlDeviceGetDecoderUtilization,                                                                       \
-    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us),                    \
-    (device, utilization, sampling_period_us))                                                             \
-  X(nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t device, nvmlMemory_v2_t* memory), (device, memory))          \
-  X(nvmlDeviceGetPcieReplayCounter, (nvmlDevice_t device, unsigned int* value), (device, value))           \
-  X(nvmlDeviceGetPcieThroughput, (nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int* kbps), \
-    (device, counter, kbps))                                                                               \
-  X(nvmlDeviceGetCurrPcieLinkGeneration, (nvmlDevice_t device, unsigned int* gen), (device, gen))          \
-  X(nvmlDeviceGetMaxPcieLinkGeneration, (nvmlDevice_t device, unsigned int* gen), (device, gen))           \
-  X(nvmlDeviceGetCurrPcieLinkWidth, (nvmlDevice_t device, unsigned int* width), (device, width))           \
-  X(nvmlDeviceGetMaxPcieLinkWidth, (nvmlDevice_t device, unsigned int* width), (device, width))            \
-  X(nvmlDeviceGetTotalEccErrors,                                                                           \
-    (nvmlDevice_t device, nvmlMemoryErrorType_t error_type, nvmlEccCounterType_t counter_type,             \
-     unsigned long long* count),                                                                           \
-    (device, error_type, counter_type, count))                                                             \
-  X(nvmlDeviceGetRetiredPages,                                                                             \
-    (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* page_count,                       \
-     unsigned long long* addresses),                                                                       \
-    (device, cause, page_count, addresses))                                                                \
-  X(nvmlDeviceGetRetiredPagesPendingStatus, (nvmlDevice_t device, nvmlEnableState_t* is_pending),          \
-    (device, is_pending))                                                                                  \
-  X(nvmlDeviceGetRemappedRows,                                                                             \
-    (nvmlDevice_t device, unsigned int* corr_rows, unsigned int* unc_rows, unsigned int* is_pending,        \
-     unsigned int* failure_occurred),                                                                      \
-    (device, corr_rows, unc_rows, is_pending, failure_occurred))                                           \
-  X(nvmlDeviceGetNvLinkState, (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* is_active),      \
-    (device, link, is_active))                                                                             \
-  X(nvmlDeviceGetNvLinkErrorCounter,                                                                       \
-    (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter, unsigned long long* value), \
-    (device, link, counter, value))                                                                        \
-  X(nvmlDeviceGetFieldValues, (nvmlDevice_t device, int count, nvmlFieldValue_t* values),                  \
-    (device, count, values))                                                                               \
-  X(nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t device, unsigned long long* reasons),            \
-    (device, reasons))                                                                                     \
-  X(nvmlDeviceGetCurrentClocksThrottleReasons, (nvmlDevice_t device, unsigned long long* reasons),         \
-    (device, reasons))                                                                                     \
-  X(nvmlDeviceGetViolationStatus,                                                                          \
-    (nvmlDevice_t device, nvmlPerfPolicyType_t policy, nvmlViolationTime_t* time), (device, policy, time)) \
-  X(nvmlDeviceGetComputeRunningProcesses_v3,                                                               \
-    (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos), (device, count, infos))          \
-  X(nvmlDeviceGetGraphicsRunningProcesses_v3,                                                              \
-    (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos), (device, count, infos))          \
-  X(nvmlDeviceGetMigMode, (nvmlDevice_t device, unsigned int* current_mode, unsigned int* pending_mode),   \
-    (device, current_mode, pending_mode))                                                                  \
-  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int* count), (device, count))           \
-  X(nvmlDeviceGetMigDeviceHandleByIndex,                                                                   \
-    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig_device), (device, index, mig_device))      \
-  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id), (device, id))                     \
-  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id), (device, id))                 \
-  X(nvmlEventSetCreate, (nvmlEventSet_t * set), (set))                                                     \
-  X(nvmlDeviceGetSupportedEventTypes, (nvmlDevice_t device, unsigned long long* event_types),              \
-    (device, event_types))                                                                                 \
-  X(nvmlDeviceRegisterEvents, (nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set),   \
-    (device, event_types, set))                                                                            \
-  X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeout_ms),            \
-    (set, data, timeout_ms))                                                                               \
-  X(nvmlEventSetFree, (nvmlEventSet_t set), (set))                                                         \
-  X(nvmlGpmQueryDeviceSupport, (nvmlDevice_t device, nvmlGpmSupport_t * support), (device, support))       \
-  X(nvmlGpmSampleAlloc, (nvmlGpmSample_t * sample), (sample))                                              \
-  X(nvmlGpmSampleFree, (nvmlGpmSample_t sample), (sample))                                                 \
-  X(nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t sample), (device, sample))                     \
-  X(nvmlGpmMigSampleGet, (nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample),     \
-    (device, gpu_instance_id, sample))                                                                     \
+#define GPUSCOPE_NVML_FUNCTIONS(X)                                                                           \
+  X(nvmlInit_v2, (), ())                                                                                     \
+  X(nvmlShutdown, (), ())                                                                                    \
+  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length), (version, length))                     \
+  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length), (version, length))                       \
+  X(nvmlDeviceGetCount_v2, (unsigned int* count), (count))                                                   \
+  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device), (index, device))              \
+  X(nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length), (device, name, length))       \
+  X(nvmlDeviceGetUUID, (nvmlDevice_t device, char* uuid, unsigned int length), (device, uuid, length))       \
+  X(nvmlDeviceGetSerial, (nvmlDevice_t device, char* serial, unsigned int length), (device, serial, length)) \
+  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci), (device, pci))                      \
+  X(nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int* minor), (device, minor))                   \
+  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index), (device, index))                         \
+  X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz),                  \
+    (device, type, mhz))                                                                                     \
+  X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz),               \
+    (device, type, mhz))                                                                                     \
+  X(nvmlDeviceGetTemperature, (nvmlDevice_t device, nvmlTemperatureSensors_t sensor, unsigned int* temp),    \
+    (device, sensor, temp))                                                                                  \
+  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int* milliwatts), (device, milliwatts))          \
+  X(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int* milliwatts), (device, milliwatts))  \
+  X(nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t device, unsigned long long* millijoules),             \
+    (device, millijoules))                                                                                   \
+  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t * utilization),                   \
+    (device, utilization))                                                                                   \
+  X(nvmlDeviceGetEncoderUtilization,                                                                         \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us),                      \
+    (device, utilization, sampling_period_us))                                                               \
+  X(nvmlDeviceGetDecoderUtilization,                                                                         \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us),                      \
+    (device, utilization, sampling_period_us))                                                               \
+  X(nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t device, nvmlMemory_v2_t * memory), (device, memory))           \
+  X(nvmlDeviceGetPcieReplayCounter, (nvmlDevice_t device, unsigned int* value), (device, value))             \
+  X(nvmlDeviceGetPcieThroughput, (nvmlDevice_t device, nvmlPcieUtilCounter_t counter, unsigned int* kbps),   \
+    (device, counter, kbps))                                                                                 \
+  X(nvmlDeviceGetCurrPcieLinkGeneration, (nvmlDevice_t device, unsigned int* gen), (device, gen))            \
+  X(nvmlDeviceGetMaxPcieLinkGeneration, (nvmlDevice_t device, unsigned int* gen), (device, gen))             \
+  X(nvmlDeviceGetCurrPcieLinkWidth, (nvmlDevice_t device, unsigned int* width), (device, width))             \
+  X(nvmlDeviceGetMaxPcieLinkWidth, (nvmlDevice_t device, unsigned int* width), (device, width))              \
+  X(nvmlDeviceGetTotalEccErrors,                                                                             \
+    (nvmlDevice_t device, nvmlMemoryErrorType_t error_type, nvmlEccCounterType_t counter_type,               \
+     unsigned long long* count),                                                                             \
+    (device, error_type, counter_type, count))                                                               \
+  X(nvmlDeviceGetRetiredPages,                                                                               \
+    (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* page_count,                         \
+     unsigned long long* addresses),                                                                         \
+    (device, cause, page_count, addresses))                                                                  \
+  X(nvmlDeviceGetRetiredPagesPendingStatus, (nvmlDevice_t device, nvmlEnableState_t * is_pending),           \
+    (device, is_pending))                                                                                    \
+  X(nvmlDeviceGetRemappedRows,                                                                               \
+    (nvmlDevice_t device, unsigned int* corr_rows, unsigned int* unc_rows, unsigned int* is_pending,         \
+     unsigned int* failure_occurred),                                                                        \
+    (device, corr_rows, unc_rows, is_pending, failure_occurred))                                             \
+  X(nvmlDeviceGetNvLinkState, (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* is_active),        \
+    (device, link, is_active))                                                                               \
+  X(nvmlDeviceGetNvLinkErrorCounter,                                                                         \
+    (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter, unsigned long long* value),   \
+    (device, link, counter, value))                                                                          \
+  X(nvmlDeviceGetFieldValues, (nvmlDevice_t device, int count, nvmlFieldValue_t* values),                    \
+    (device, count, values))                                                                                 \
+  X(nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t device, unsigned long long* reasons),              \
+    (device, reasons))                                                                                       \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons, (nvmlDevice_t device, unsigned long long* reasons),           \
+    (device, reasons))                                                                                       \
+  X(nvmlDeviceGetViolationStatus,                                                                            \
+    (nvmlDevice_t device, nvmlPerfPolicyType_t policy, nvmlViolationTime_t * time), (device, policy, time))  \
+  X(nvmlDeviceGetComputeRunningProcesses_v3,                                                                 \
+    (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos), (device, count, infos))            \
+  X(nvmlDeviceGetGraphicsRunningProcesses_v3,                                                                \
+    (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos), (device, count, infos))            \
+  X(nvmlDeviceGetMigMode, (nvmlDevice_t device, unsigned int* current_mode, unsigned int* pending_mode),     \
+    (device, current_mode, pending_mode))                                                                    \
+  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int* count), (device, count))             \
+  X(nvmlDeviceGetMigDeviceHandleByIndex,                                                                     \
+    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig_device), (device, index, mig_device))        \
+  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id), (device, id))                       \
+  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id), (device, id))                   \
+  X(nvmlEventSetCreate, (nvmlEventSet_t * set), (set))                                                       \
+  X(nvmlDeviceGetSupportedEventTypes, (nvmlDevice_t device, unsigned long long* event_types),                \
+    (device, event_types))                                                                                   \
+  X(nvmlDeviceRegisterEvents, (nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set),     \
+    (device, event_types, set))                                                                              \
+  X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeout_ms),              \
+    (set, data, timeout_ms))                                                                                 \
+  X(nvmlEventSetFree, (nvmlEventSet_t set), (set))                                                           \
+  X(nvmlGpmQueryDeviceSupport, (nvmlDevice_t device, nvmlGpmSupport_t * support), (device, support))         \
+  X(nvmlGpmSampleAlloc, (nvmlGpmSample_t * sample), (sample))                                                \
+  X(nvmlGpmSampleFree, (nvmlGpmSample_t sample), (sample))                                                   \
+  X(nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t sample), (device, sample))                       \
+  X(nvmlGpmMigSampleGet, (nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample),        \
+    (device, gpu_instance_id, sample))                                                                       \
   X(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metrics_get), (metrics_get))
 
 extern "C" {

@@ -1,0 +1,183 @@
+// GpuDevice: one GPU as the collector sees it: the identity read once at init (labels built once), the
+// fields found unsupported on this GPU (disabled for good), GPM and MIG state, and Read(), which makes
+// every NVML call of one collection cycle and appends the samples to a buffer.
+//
+// A missing symbol (old driver) or NVML_ERROR_NOT_SUPPORTED disables that field for this GPU only and is
+// logged once; any other error skips the field for this cycle; NVML_ERROR_GPU_IS_LOST ends the cycle for
+// the GPU (ReadOutcome::kLost).
+//
+// Thread-safety: Read() is called by one thread at a time (the GPU's worker); identity() and the label
+// accessors are immutable after Open() and safe from any thread.
+#pragma once
+
+#include <bitset>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/collectors/gpu/compat.h"
+#include "src/collectors/gpu/field_table.h"
+#include "src/collectors/gpu/gpm.h"
+#include "src/collectors/gpu/labels.h"
+#include "src/core/metric.h"
+#include "src/core/status.h"
+#include "src/platform/nvml/nvml_library.h"
+
+namespace gpuscope {
+
+// One sample of one family, as a worker produces it; the collector groups them into families.
+struct GpuSample {
+  GpuFamily family;
+  Sample sample;
+};
+using GpuSampleBuffer = std::vector<GpuSample>;
+
+using GpuLogFunction = std::function<void(std::string_view line)>;
+
+// What every GPU of the node shares.
+struct GpuNodeContext {
+  DcgmCompat compat = DcgmCompat::kDcgm3;
+  HostLabel host;
+  std::string driver_version;
+  std::string nvml_version;
+  GpuLogFunction log;  // never null
+};
+
+// NVML calls (or groups of calls) that can be disabled per GPU.
+enum class GpuProbe : int {
+  kSmClock,
+  kMemClock,
+  kGpuTemp,
+  kMemoryTemp,
+  kPowerUsage,
+  kEnergy,
+  kPowerLimit,
+  kUtilization,
+  kEncoder,
+  kDecoder,
+  kMemory,
+  kPcieReplay,
+  kPcieThroughput,
+  kPcieLinkGen,
+  kPcieLinkWidth,
+  kEccSbeVolatile,
+  kEccDbeVolatile,
+  kEccSbeAggregate,
+  kEccDbeAggregate,
+  kRetiredSbe,
+  kRetiredDbe,
+  kRetiredPending,
+  kRemappedRows,
+  kClockEvents,
+  kViolationPower,
+  kViolationThermal,
+  kViolationSyncBoost,
+  kViolationBoardLimit,
+  kViolationLowUtil,
+  kViolationReliability,
+  kComputeProcesses,
+  kGraphicsProcesses,
+  kFieldValues,
+  kGpm,
+  kMigMemory,
+  kMigGpm,
+  kCount
+};
+std::string_view GpuProbeName(GpuProbe probe);
+
+class GpuDevice {
+ public:
+  // Reads the static identity of GPU `index`. Returns the device, or null with `*status` set when NVML
+  // gives no handle for it.
+  static std::unique_ptr<GpuDevice> Open(std::shared_ptr<const NvmlLibrary> nvml, unsigned int index,
+                                         const GpuNodeContext& node, Status* status);
+  ~GpuDevice();
+
+  enum class ReadOutcome { kOk, kLost };
+  // Makes this cycle's NVML calls and appends their samples to `out`. kLost when NVML reported
+  // GPU_IS_LOST (the samples appended before that are still valid).
+  ReadOutcome Read(GpuSampleBuffer* out);
+
+  const GpuIdentity& identity() const { return identity_; }
+  nvmlDevice_t handle() const { return handle_; }
+  // Common labels without and with the (empty) MIG slots.
+  const Labels& labels() const { return labels_; }
+  const Labels& labels_with_mig_slots() const { return labels_mig_slots_; }
+  bool mig_enabled() const { return mig_enabled_; }
+  // Whether `probe` has been disabled on this GPU (unsupported or missing). Racy when read while the
+  // worker runs Read(); meant for logs and tests after a cycle.
+  bool Disabled(GpuProbe probe) const { return disabled_.test(static_cast<size_t>(probe)); }
+
+ private:
+  struct MigInstance {
+    nvmlDevice_t handle = nullptr;
+    MigInstanceLabels mig;
+    Labels labels;
+    std::unique_ptr<GpmSampler> gpm;
+  };
+  struct Link {
+    unsigned int id = 0;
+    std::string label;     // "0".."17"
+    uint8_t disabled = 0;  // bit per LinkProbe
+  };
+
+  GpuDevice(std::shared_ptr<const NvmlLibrary> nvml, nvmlDevice_t handle, const GpuNodeContext& node);
+  void ReadIdentity(unsigned int index);
+  void DiscoverLinks();
+  void DiscoverMig();
+
+  // Success: true. NOT_SUPPORTED / FUNCTION_NOT_FOUND: disables `probe` (logged once), false.
+  // GPU_IS_LOST: marks the cycle lost, false. Other errors: false (skipped this cycle).
+  bool Check(GpuProbe probe, nvmlReturn_t result);
+  bool Enabled(GpuProbe probe) const { return !lost_ && !disabled_.test(static_cast<size_t>(probe)); }
+  bool CheckLink(Link& link, int link_probe, nvmlReturn_t result);
+
+  void Emit(GpuFamily family, double value);
+  void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1);
+  void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1, std::string_view k2,
+                std::string_view v2);
+  void EmitMig(GpuFamily family, double value, const Labels& labels);
+
+  void ReadClocksAndTemperature();
+  void ReadPower();
+  void ReadUtilization();
+  void ReadMemory();
+  void ReadPcie();
+  void ReadEcc();
+  void ReadClockEvents();
+  void ReadFieldValues();
+  void ReadNvlinks();
+  void ReadProcesses();
+  void ReadGpm();
+  void ReadMig();
+  void EmitGpm(const GpmValues& values, const Labels* mig_labels, bool whole_gpu);
+
+  std::shared_ptr<const NvmlLibrary> nvml_;
+  nvmlDevice_t handle_;
+  const GpuNodeContext& node_;
+  const std::vector<GpuFamilySpec>& specs_;
+  GpuIdentity identity_;
+  Labels labels_;
+  Labels labels_mig_slots_;
+  std::bitset<static_cast<size_t>(GpuProbe::kCount)> disabled_;
+  bool lost_ = false;
+  GpuSampleBuffer* out_ = nullptr;
+
+  unsigned int max_pcie_gen_ = 0;  // 0: unknown
+  unsigned int max_pcie_width_ = 0;
+  bool mig_enabled_ = false;
+  std::vector<Link> links_;
+  std::vector<MigInstance> mig_instances_;
+  std::unique_ptr<GpmSampler> gpm_;  // null when GPM is unsupported
+  GpmValues gpm_values_;
+
+  // Reused buffers (no allocation per cycle once grown).
+  std::vector<nvmlFieldValue_t> field_values_;
+  std::vector<nvmlProcessInfo_t> process_infos_;
+  std::vector<std::pair<unsigned int, unsigned long long>> processes_;
+  bool pcie_from_gpm_ = false;  // DCGM_FI_PROF_PCIE_* from GPM (Hopper+) rather than PCIe throughput
+};
+
+}  // namespace gpuscope

@@ -1,0 +1,198 @@
+// The GPU collector against the NVML simulator (sim/): the production path, dlopen'ed through
+// NvmlLibrary, with scenario files from sim/scenarios and simulated time frozen by GPUSCOPE_SIM_TIME.
+// ctest runs each test in its own process, so each may pick its own scenario.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "src/collectors/gpu/gpu_collector.h"
+#include "tests/unit/collectors/gpu/gpu_test_util.h"
+
+namespace gpuscope {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FindFamily;
+using testing::FindSample;
+using testing::LabelNames;
+using testing::LabelValue;
+
+void SetTime(double time_s) { setenv("GPUSCOPE_SIM_TIME", std::to_string(time_s).c_str(), 1); }
+void UseScenario(const std::string& name, double time_s) {
+  setenv("GPUSCOPE_SIM_SCENARIO", (std::string(GPUSCOPE_SIM_SCENARIOS) + "/" + name).c_str(), 1);
+  SetTime(time_s);
+}
+
+GpuCollectorOptions SimOptions(DcgmCompat compat = DcgmCompat::kDcgm3) {
+  GpuCollectorOptions options;
+  options.nvml_library = GPUSCOPE_SIM_NVML_PATH;
+  options.hostname = "sim-node";
+  options.dcgm_compat = compat;
+  options.call_deadline = std::chrono::milliseconds(500);
+  options.event_wait = std::chrono::milliseconds(20);
+  options.log = [](std::string_view) {};
+  return options;
+}
+
+double Up(const std::vector<MetricFamily>& out, int gpu) {
+  const Sample* s = FindSample(out, "gpuscope_gpu_up", {{"gpu", std::to_string(gpu)}});
+  return s == nullptr ? -1 : s->value;
+}
+
+TEST(GpuCollectorSimTest, H100ReportsEveryDefaultDcgmFieldOnEveryGpuWithDcgmLabels) {
+  UseScenario("h100-training.yaml", 100);
+  GpuCollector collector(SimOptions());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  SetTime(101);  // GPM metrics need a second sample, over a non-empty interval
+  out.clear();
+  ASSERT_TRUE(collector.Collect(out).ok());
+  const char* kDefaults[] = {"DCGM_FI_DEV_SM_CLOCK",
+                             "DCGM_FI_DEV_MEM_CLOCK",
+                             "DCGM_FI_DEV_MEMORY_TEMP",
+                             "DCGM_FI_DEV_GPU_TEMP",
+                             "DCGM_FI_DEV_POWER_USAGE",
+                             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                             "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+                             "DCGM_FI_DEV_GPU_UTIL",
+                             "DCGM_FI_DEV_MEM_COPY_UTIL",
+                             "DCGM_FI_DEV_ENC_UTIL",
+                             "DCGM_FI_DEV_DEC_UTIL",
+                             "DCGM_FI_DEV_XID_ERRORS",
+                             "DCGM_FI_DEV_FB_FREE",
+                             "DCGM_FI_DEV_FB_USED",
+                             "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+                             "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                             "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                             "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+                             "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                             "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                             "DCGM_FI_PROF_DRAM_ACTIVE",
+                             "DCGM_FI_PROF_PCIE_TX_BYTES",
+                             "DCGM_FI_PROF_PCIE_RX_BYTES"};
+  for (const char* name : kDefaults) {
+    for (int gpu = 0; gpu < 8; ++gpu) {
+      const Sample* s = FindSample(out, name, {{"gpu", std::to_string(gpu)}});
+      ASSERT_NE(s, nullptr) << name << " gpu " << gpu;
+      std::vector<std::string> expected = {
+          "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"};
+      if (LabelValue(s->labels, "GPU_I_ID") != "<absent>") {
+        expected.insert(expected.begin() + 5, {"GPU_I_PROFILE", "GPU_I_ID"});
+      }
+      EXPECT_EQ(LabelNames(s->labels), expected) << name;
+    }
+  }
+  const Sample* temp = FindSample(out, "DCGM_FI_DEV_GPU_TEMP", {{"gpu", "3"}});
+  EXPECT_EQ(LabelValue(temp->labels, "DCGM_FI_DRIVER_VERSION"), "550.90.07");
+  EXPECT_EQ(LabelValue(temp->labels, "device"), "nvidia3");
+  EXPECT_THAT(LabelValue(temp->labels, "modelName"), ::testing::HasSubstr("H100"));
+  for (const char* ratio : {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"}) {
+    for (const Sample& s : FindFamily(out, ratio)->samples) {
+      EXPECT_GE(s.value, 0) << ratio;
+      EXPECT_LE(s.value, 1) << ratio;
+    }
+  }
+}
+
+TEST(GpuCollectorSimTest, GpuFallenOffTheBusIsDownWhileTheOthersReport) {
+  UseScenario("h100-faults.yaml", 80);
+  GpuCollector collector(SimOptions());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(Up(out, 1), 1);
+  SetTime(160);  // GPU 1 fell off the bus at 120 s; GPU 6's slow calls ended at 150 s
+  out.clear();
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(Up(out, 1), 0);
+  EXPECT_EQ(FindSample(out, "DCGM_FI_DEV_GPU_TEMP", {{"gpu", "1"}}), nullptr);
+  for (int gpu : {0, 2, 3, 4, 5, 7}) {
+    EXPECT_EQ(Up(out, gpu), 1) << gpu;
+    EXPECT_NE(FindSample(out, "DCGM_FI_DEV_GPU_TEMP", {{"gpu", std::to_string(gpu)}}), nullptr) << gpu;
+  }
+}
+
+TEST(GpuCollectorSimTest, SlowCallsReportThatGpuDownWithinTheDeadlineAndItRecovers) {
+  UseScenario("h100-faults.yaml", 80);  // GPU 6: every call takes 1.5 s from t=90 to t=150
+  GpuCollector collector(SimOptions());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(Up(out, 6), 1);
+  SetTime(100);
+  out.clear();
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(Up(out, 6), 0);
+  EXPECT_EQ(Up(out, 0), 1);
+  EXPECT_EQ(Up(out, 7), 1);
+  EXPECT_NE(FindSample(out, "DCGM_FI_DEV_POWER_USAGE", {{"gpu", "7"}}), nullptr);
+  SetTime(200);  // past the slow window: the worker's current call ends, the next ones are fast
+  double up = 0;
+  for (int cycle = 0; cycle < 200 && up != 1; ++cycle) {
+    out.clear();
+    collector.Collect(out);
+    up = Up(out, 6);
+    if (up != 1) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(up, 1);
+}
+
+TEST(GpuCollectorSimTest, XidEventsAreCountedOnceEach) {
+  UseScenario("h100-faults.yaml", 50);  // GPU 2: XID 13 at 30 s and XID 31 at 45 s
+  GpuCollector collector(SimOptions());
+  std::vector<MetricFamily> out;
+  const Sample* x13 = nullptr;
+  const Sample* x31 = nullptr;
+  for (int cycle = 0; cycle < 100 && (x13 == nullptr || x31 == nullptr); ++cycle) {
+    out.clear();
+    collector.Collect(out);
+    x13 = FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "2"}, {"xid", "13"}});
+    x31 = FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "2"}, {"xid", "31"}});
+    if (x13 == nullptr || x31 == nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(x13, nullptr);
+  ASSERT_NE(x31, nullptr);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    out.clear();
+    collector.Collect(out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  EXPECT_EQ(FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "2"}, {"xid", "13"}})->value, 1);
+  EXPECT_EQ(FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "2"}, {"xid", "31"}})->value, 1);
+  EXPECT_EQ(FindSample(out, "DCGM_FI_DEV_XID_ERRORS", {{"gpu", "2"}})->value, 31);
+  EXPECT_EQ(FindSample(out, "DCGM_FI_DEV_XID_ERRORS", {{"gpu", "0"}})->value, 0);
+}
+
+TEST(GpuCollectorSimTest, MigInstancesCarryProfileAndInstanceLabels) {
+  UseScenario("a100-mig.yaml", 100);
+  GpuCollector collector(SimOptions(DcgmCompat::kDcgm49));
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  SetTime(101);
+  out.clear();
+  ASSERT_TRUE(collector.Collect(out).ok());
+  const Sample* fb = FindSample(out, "DCGM_FI_DEV_FB_USED", {{"gpu", "0"}, {"GPU_I_ID", "1"}});
+  ASSERT_NE(fb, nullptr);
+  EXPECT_EQ(LabelValue(fb->labels, "GPU_I_PROFILE"), "3g.40gb");
+  EXPECT_THAT(LabelNames(fb->labels),
+              ElementsAre("gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID",
+                          "hostname", "DCGM_FI_DRIVER_VERSION"));
+  EXPECT_NE(FindSample(out, "gpuscope_gpu_mig_instance_info",
+                       {{"gpu", "1"}, {"GPU_I_ID", "14"}, {"GPU_I_PROFILE", "1g.10gb"}}),
+            nullptr);
+  EXPECT_EQ(FindSample(out, "gpuscope_gpu_mig_instance_info", {{"gpu", "2"}}), nullptr);
+  // Whole-GPU series of a non-MIG GPU: MIG labels empty (absent for Prometheus).
+  EXPECT_EQ(LabelValue(FindSample(out, "DCGM_FI_DEV_FB_USED", {{"gpu", "2"}})->labels, "GPU_I_ID"), "");
+  // NOT_SUPPORTED on one GPU only: utilisation is gone on the MIG parents, present on the others.
+  EXPECT_EQ(FindSample(out, "DCGM_FI_DEV_GPU_UTIL", {{"gpu", "0"}}), nullptr);
+  EXPECT_NE(FindSample(out, "DCGM_FI_DEV_GPU_UTIL", {{"gpu", "2"}}), nullptr);
+  // A100: no GPM, so no DCGM_FI_PROF_* activity, but PCIe bytes come from nvmlDeviceGetPcieThroughput.
+  EXPECT_EQ(FindFamily(out, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);
+  EXPECT_NE(FindSample(out, "DCGM_FI_PROF_PCIE_TX_BYTES", {{"gpu", "2"}}), nullptr);
+  EXPECT_EQ(Up(out, 0), 1);
+}
+
+}  // namespace
+}  // namespace gpuscope
