@@ -16,8 +16,11 @@ Snapshot MakeSnapshot(int gpus, int families) {
   Snapshot snapshot;
   snapshot.version = 1;
   for (int f = 0; f < families; ++f) {
-    MetricFamily family{"DCGM_FI_BENCH_FIELD_" + std::to_string(f), "A benchmark field (in W).",
-                        f % 3 == 0 ? MetricType::kCounter : MetricType::kGauge, "", {}};
+    MetricFamily family{"DCGM_FI_BENCH_FIELD_" + std::to_string(f),
+                        "A benchmark field (in W).",
+                        f % 3 == 0 ? MetricType::kCounter : MetricType::kGauge,
+                        "",
+                        {}};
     for (int g = 0; g < gpus; ++g) {
       Labels labels{{"gpu", std::to_string(g)},
                     {"UUID", "GPU-3f2a9c1e-5b7d-4e8f-9a0b-" + std::to_string(100000000000 + g)},

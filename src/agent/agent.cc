@@ -1,8 +1,8 @@
 #include "src/agent/agent.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <algorithm>
 #include <memory>
 #include <thread>
 
@@ -12,8 +12,8 @@
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
 #include "src/core/version.h"
-#include "src/sinks/prometheus/prometheus_endpoint.h"
 #include "src/sinks/prometheus/exposition.h"
+#include "src/sinks/prometheus/prometheus_endpoint.h"
 
 namespace gpuscope {
 namespace {
@@ -53,8 +53,8 @@ int RunAgent(const AgentConfig& config) {
     // Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
     // profiling metrics) are present too.
     scheduler.RunOnce();
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval,
-                                                                    std::chrono::seconds(1)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval, std::chrono::seconds(1)));
     scheduler.RunOnce();
     std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -67,7 +67,8 @@ int RunAgent(const AgentConfig& config) {
   options.web_config_file = config.web_config_file;
   options.max_connections = static_cast<size_t>(config.max_connections);
   Status status;
-  auto endpoint = PrometheusEndpoint::Create(options, &store, [&scheduler] { return scheduler.Health(); }, status);
+  auto endpoint = PrometheusEndpoint::Create(
+      options, &store, [&scheduler] { return scheduler.Health(); }, status);
   if (!endpoint) {
     Log(LogLevel::kError, "cannot set up the metrics endpoint", {{"error", status.ToString()}});
     return 1;

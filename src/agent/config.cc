@@ -88,7 +88,8 @@ Status ApplyPaths(const YAML::Node& paths, AgentConfig* config) {
 Status ApplyNvml(const YAML::Node& nvml, AgentConfig* config) {
   return ForEachKey(nvml, "nvml", [&](const std::string& key, const YAML::Node& value) {
     if (key == "library") return ReadString(value, "nvml.library", &config->nvml_library);
-    if (key == "call_deadline") return ReadDurationNode(value, "nvml.call_deadline", &config->nvml_call_deadline);
+    if (key == "call_deadline")
+      return ReadDurationNode(value, "nvml.call_deadline", &config->nvml_call_deadline);
     return Unknown("nvml", key);
   });
 }
@@ -158,10 +159,14 @@ std::optional<bool> ParseBoolText(std::string_view text) {
 }
 
 Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* config) {
-  if (name == "config") config->config_file = value;
-  else if (name == "web.listen-address") config->listen_address = value;
-  else if (name == "web.telemetry-path") config->telemetry_path = value;
-  else if (name == "web.config.file") config->web_config_file = value;
+  if (name == "config")
+    config->config_file = value;
+  else if (name == "web.listen-address")
+    config->listen_address = value;
+  else if (name == "web.telemetry-path")
+    config->telemetry_path = value;
+  else if (name == "web.config.file")
+    config->web_config_file = value;
   else if (name == "web.max-connections") {
     try {
       size_t used = 0;
@@ -170,22 +175,34 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
     } catch (const std::exception&) {
       return Status::InvalidArgument("--web.max-connections: expected an integer, got '" + value + "'");
     }
-  } else if (name == "path.procfs") config->procfs = value;
-  else if (name == "path.sysfs") config->sysfs = value;
-  else if (name == "nvml.library") config->nvml_library = value;
-  else if (name == "nvml.call-deadline") return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
-  else if (name == "gpu.dcgm-compat") config->dcgm_compat = value;
-  else if (name == "gpu.hostname") config->hostname = value;
-  else if (name == "log.level") config->log_level = value;
-  else if (name == "log.format") config->log_format = value;
+  } else if (name == "path.procfs")
+    config->procfs = value;
+  else if (name == "path.sysfs")
+    config->sysfs = value;
+  else if (name == "nvml.library")
+    config->nvml_library = value;
+  else if (name == "nvml.call-deadline")
+    return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
+  else if (name == "gpu.dcgm-compat")
+    config->dcgm_compat = value;
+  else if (name == "gpu.hostname")
+    config->hostname = value;
+  else if (name == "log.level")
+    config->log_level = value;
+  else if (name == "log.format")
+    config->log_format = value;
   return Status::Ok();
 }
 
 Status ApplyBoolFlag(std::string_view name, bool value, AgentConfig* config) {
-  if (name == "once") config->once = value;
-  else if (name == "print-metrics-docs") config->print_metrics_docs = value;
-  else if (name == "version") config->show_version = value;
-  else if (name == "help") config->show_help = value;
+  if (name == "once")
+    config->once = value;
+  else if (name == "print-metrics-docs")
+    config->print_metrics_docs = value;
+  else if (name == "version")
+    config->show_version = value;
+  else if (name == "help")
+    config->show_help = value;
   return Status::Ok();
 }
 
@@ -273,7 +290,8 @@ Status ApplyFlags(const std::vector<std::string>& args, AgentConfig* config) {
     for (const FlagSpec& candidate : kFlags) {
       if (candidate.name == body) spec = &candidate;
     }
-    if (spec == nullptr) return Status::InvalidArgument("unknown flag --" + std::string(body) + " (see --help)");
+    if (spec == nullptr)
+      return Status::InvalidArgument("unknown flag --" + std::string(body) + " (see --help)");
     if (spec->takes_value) {
       if (!next_value) return Status::InvalidArgument("flag --" + std::string(body) + " needs a value");
       if (!inline_value) ++i;
@@ -313,7 +331,8 @@ Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config) {
 
 Status ValidateConfig(const AgentConfig& config) {
   if (config.dcgm_compat != "3" && config.dcgm_compat != "4.9") {
-    return Status::InvalidArgument("gpu.dcgm_compat must be \"3\" or \"4.9\", got '" + config.dcgm_compat + "'");
+    return Status::InvalidArgument("gpu.dcgm_compat must be \"3\" or \"4.9\", got '" + config.dcgm_compat +
+                                   "'");
   }
   if (config.listen_address.find(':') == std::string::npos) {
     return Status::InvalidArgument("web.listen_address must be host:port or :port, got '" +

@@ -38,10 +38,11 @@ CollectorRegistry MakeBuiltins() {
          return std::make_unique<GpuCollector>(options);
        }});
   if (status.ok()) {
-    status = registry.Register({"process", "the agent's own CPU, memory and file descriptors", true,
-                                std::chrono::seconds(5), [](const AgentConfig&) -> std::unique_ptr<Collector> {
-                                  return std::make_unique<ProcessCollector>();
-                                }});
+    status =
+        registry.Register({"process", "the agent's own CPU, memory and file descriptors", true,
+                           std::chrono::seconds(5), [](const AgentConfig&) -> std::unique_ptr<Collector> {
+                             return std::make_unique<ProcessCollector>();
+                           }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error
   return registry;

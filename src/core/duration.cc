@@ -13,9 +13,9 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     int64_t millis;
   };
   // Longest names first so that "ms" is not read as "m".
-  static constexpr Unit kUnits[] = {{"ms", 1},         {"s", 1000},           {"m", 60'000},
-                                    {"h", 3'600'000}, {"d", 86'400'000},     {"w", 604'800'000},
-                                    {"y", 31'536'000'000}};
+  static constexpr Unit kUnits[] = {
+      {"ms", 1},         {"s", 1000},        {"m", 60'000},        {"h", 3'600'000},
+      {"d", 86'400'000}, {"w", 604'800'000}, {"y", 31'536'000'000}};
   int64_t total = 0;
   size_t i = 0;
   int64_t last_unit_millis = std::numeric_limits<int64_t>::max();

@@ -15,10 +15,14 @@ std::mutex g_write_mu;
 
 std::string_view LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "info";
 }
@@ -138,7 +142,8 @@ std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel leve
 
 void Log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields) {
   if (!LogEnabled(level)) return;
-  std::string line = FormatLogLine(static_cast<LogFormat>(g_format.load()), NowRfc3339(), level, message, fields);
+  std::string line =
+      FormatLogLine(static_cast<LogFormat>(g_format.load()), NowRfc3339(), level, message, fields);
   std::lock_guard<std::mutex> lock(g_write_mu);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);

@@ -8,10 +8,14 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view MetricTypeName(MetricType type) {
   switch (type) {
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kCounter: return "counter";
-    case MetricType::kInfo: return "info";
-    case MetricType::kUnknown: return "unknown";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kInfo:
+      return "info";
+    case MetricType::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }

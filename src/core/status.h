@@ -17,7 +17,9 @@ class Status {
   static Status Ok() { return Status(); }
   // "No data" (no GPUs, not in a job) is its own outcome: logged at debug level, never an error.
   static Status NoData(std::string message) { return Status(Code::kNoData, std::move(message)); }
-  static Status InvalidArgument(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+  static Status InvalidArgument(std::string message) {
+    return Status(Code::kInvalidArgument, std::move(message));
+  }
   static Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
   static Status Unavailable(std::string message) { return Status(Code::kUnavailable, std::move(message)); }
   static Status DeadlineExceeded(std::string message) {

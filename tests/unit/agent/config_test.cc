@@ -1,11 +1,12 @@
 // Tests of the agent's configuration: YAML file, flags overriding it, strict errors.
+#include "src/agent/config.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "src/agent/config.h"
 #include "src/agent/registry.h"
 
 namespace gpuscope {
@@ -74,10 +75,10 @@ TEST(AgentConfig, UnknownKeysAndBadValuesAreErrorsNamingTheKey) {
 
 TEST(AgentConfig, FlagsInBothSpellingsAndCollectorSwitches) {
   AgentConfig config = Defaults();
-  Status status = ApplyFlags({"--web.listen-address", "127.0.0.1:0", "--nvml.library=/tmp/lib.so",
-                              "--no-collector.process", "--collector.gpu.interval=250ms", "--gpu.dcgm-compat",
-                              "4.9", "--once"},
-                             &config);
+  Status status = ApplyFlags(
+      {"--web.listen-address", "127.0.0.1:0", "--nvml.library=/tmp/lib.so", "--no-collector.process",
+       "--collector.gpu.interval=250ms", "--gpu.dcgm-compat", "4.9", "--once"},
+      &config);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(config.listen_address, "127.0.0.1:0");
   EXPECT_EQ(config.nvml_library, "/tmp/lib.so");

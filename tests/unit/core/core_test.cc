@@ -69,7 +69,8 @@ TEST(Status, ToStringNamesTheCodeAndMessage) {
 }
 
 MetricFamily Gauge(std::string name, double value, std::string label_value) {
-  return MetricFamily{std::move(name), "help", MetricType::kGauge, "", {{{{"k", std::move(label_value)}}, value}}};
+  return MetricFamily{
+      std::move(name), "help", MetricType::kGauge, "", {{{{"k", std::move(label_value)}}, value}}};
 }
 
 TEST(SnapshotStore, MergesFamiliesOfTheSameNameAcrossSources) {
@@ -196,7 +197,8 @@ TEST(Log, LogfmtQuotesAndEscapesValues) {
   std::string line = FormatLogLine(LogFormat::kLogfmt, "T", LogLevel::kWarn, "nvml \"call\" failed",
                                    {{"gpu", "3"}, {"error", "a b"}, {"raw", "x\ny\x01\xff"}});
   EXPECT_EQ(line,
-            "ts=T level=warn msg=\"nvml \\\"call\\\" failed\" gpu=3 error=\"a b\" raw=\"x\\ny\\u0001\xEF\xBF\xBD\"\n");
+            "ts=T level=warn msg=\"nvml \\\"call\\\" failed\" gpu=3 error=\"a b\" "
+            "raw=\"x\\ny\\u0001\xEF\xBF\xBD\"\n");
 }
 
 TEST(Log, JsonLinesAreValidJsonObjects) {
