@@ -85,7 +85,7 @@ int RunAgent(const AgentConfig& config) {
     return 1;
   }
   Log(LogLevel::kInfo, "gpuscope-agent listening",
-      {{"version", kVersion},
+      {{"version", Version()},
        {"address", config.listen_address},
        {"port", std::to_string(endpoint->port())},
        {"path", config.telemetry_path}});

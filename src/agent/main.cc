@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (config.show_version) {
-    std::printf("gpuscope-agent %s (revision %s, %s)\n", std::string(gpuscope::kVersion).c_str(),
-                std::string(gpuscope::kRevision).c_str(), std::string(gpuscope::kCompiler).c_str());
+    std::printf("gpuscope-agent %s (revision %s, %s)\n", std::string(gpuscope::Version()).c_str(),
+                std::string(gpuscope::Revision()).c_str(), std::string(gpuscope::Compiler()).c_str());
     return 0;
   }
   if (!status.ok()) {

@@ -6,6 +6,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "src/core/utf8.h"
+
 namespace gpuscope {
 namespace {
 
@@ -25,18 +27,6 @@ std::string_view LevelName(LogLevel level) {
       return "error";
   }
   return "info";
-}
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  unsigned char c = s[i];
-  if (c < 0x80) return 1;
-  size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return len;
 }
 
 // Escapes for a double-quoted string (JSON and logfmt share the rules we need).
@@ -60,9 +50,9 @@ void AppendQuoted(std::string& out, std::string_view value) {
       out += buf;
       ++i;
     } else {
-      size_t len = Utf8SequenceLength(value, i);
+      size_t len = ValidUtf8Length(value, i);
       if (len == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD for an invalid byte
+        out += kUtf8ReplacementChar;
         ++i;
       } else {
         out.append(value.substr(i, len));

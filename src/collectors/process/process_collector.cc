@@ -87,9 +87,9 @@ Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
                              d[6].help,
                              d[6].type,
                              d[6].unit,
-                             {{{{"version", std::string(kVersion)},
-                                {"revision", std::string(kRevision)},
-                                {"compiler", std::string(kCompiler)}},
+                             {{{{"version", std::string(Version())},
+                                {"revision", std::string(Revision())},
+                                {"compiler", std::string(Compiler())}},
                                1.0}}});
 
   std::string stat = ReadFile(self_dir_ + "/stat");

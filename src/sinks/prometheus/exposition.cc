@@ -4,38 +4,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include "src/core/utf8.h"
+
 namespace gpuscope {
 namespace {
-
-constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the byte at s[i] does not start one
-// (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, truncated sequence).
-size_t ValidUtf8Length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;  // overlong
-    if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;  // overlong
-    if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
 
 // Appends `s` escaping backslash and newline (and the double quote when `escape_quote`), replacing
 // invalid UTF-8 bytes with U+FFFD. The common case (plain ASCII, nothing to escape) is one append.
@@ -63,7 +35,7 @@ void AppendEscaped(std::string_view s, bool escape_quote, std::string& out) {
     }
     size_t len = ValidUtf8Length(s, i);
     if (len == 0) {
-      out.append(kReplacementChar);
+      out.append(kUtf8ReplacementChar);
       ++i;
     } else {
       out.append(s.data() + i, len);

@@ -11,6 +11,7 @@
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
 #include "src/core/status.h"
+#include "src/core/utf8.h"
 
 namespace gpuscope {
 namespace {
@@ -191,6 +192,18 @@ TEST(Scheduler, RunsCollectorsRepeatedlyOnTheirThreadsAndStopsCleanly) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(fast->calls, after_stop) << "no cycle runs after Stop()";
   EXPECT_TRUE(scheduler.Health().ready);
+}
+
+TEST(Utf8, AcceptsValidSequencesAndRejectsMalformedOnes) {
+  EXPECT_EQ(ValidUtf8Length("a", 0), 1u);
+  EXPECT_EQ(ValidUtf8Length("\xc3\xa9", 0), 2u);          // é
+  EXPECT_EQ(ValidUtf8Length("\xe2\x82\xac", 0), 3u);      // €
+  EXPECT_EQ(ValidUtf8Length("\xf0\x9f\x98\x80", 0), 4u);  // emoji
+  EXPECT_EQ(ValidUtf8Length("\x80", 0), 0u);              // stray continuation byte
+  EXPECT_EQ(ValidUtf8Length("\xc0\xaf", 0), 0u);          // overlong '/'
+  EXPECT_EQ(ValidUtf8Length("\xed\xa0\x80", 0), 0u);      // surrogate
+  EXPECT_EQ(ValidUtf8Length("\xf4\x90\x80\x80", 0), 0u);  // beyond U+10FFFF
+  EXPECT_EQ(ValidUtf8Length("\xe2\x82", 0), 0u);          // truncated
 }
 
 TEST(Log, LogfmtQuotesAndEscapesValues) {

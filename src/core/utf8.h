@@ -1,0 +1,18 @@
+// UTF-8 validation shared by everything that writes text for others to parse (exposition, logs): bad
+// bytes are replaced with U+FFFD so the output is always valid UTF-8.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace gpuscope {
+
+inline constexpr std::string_view kUtf8ReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the valid UTF-8 sequence starting at s[i] (1 for ASCII), or 0 when the byte at s[i] does
+// not start one: stray continuation byte, overlong form, surrogate, beyond U+10FFFF, truncated sequence.
+size_t ValidUtf8Length(std::string_view s, size_t i);
+
+}  // namespace gpuscope
