@@ -7,9 +7,11 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -88,7 +90,7 @@ class Agent:
 class Prometheus:
     """A real Prometheus (Debian package) scraping the given targets every second."""
 
-    def __init__(self, targets, binary=None, rule_files=()):
+    def __init__(self, targets, binary=None, rule_files=(), scrape_extra=""):
         self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
         self.port = free_port()
@@ -101,7 +103,8 @@ class Prometheus:
                 f"rule_files:{rules if rules else ' []'}\n"
                 "scrape_configs:\n"
                 "  - job_name: gpu\n"
-                f"    static_configs: [{{targets: [{target_list}]}}]\n")
+                f"    static_configs: [{{targets: [{target_list}]}}]\n"
+                + scrape_extra)
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
         self.process = subprocess.Popen(
             [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.workdir}/data",

@@ -112,6 +112,48 @@ class GpuFallsOffTheBus(unittest.TestCase):
         self.assertEqual(harness.http_get(self.agent.url + "/healthz")[0], 200)
 
 
+class TlsAndBasicAuthScrape(unittest.TestCase):
+    """The agent serves /metrics over TLS with a bcrypt basic-auth user from an exporter-toolkit web config;
+    real Prometheus scrapes it with the matching scrape config, and a request without credentials gets 401."""
+
+    def test_prometheus_scrapes_over_tls_with_basic_auth(self):
+        if not (harness.shutil.which("openssl") and harness.shutil.which("htpasswd")):
+            self.skipTest("openssl or htpasswd missing (scripts/install-deps.sh installs them)")
+        workdir = tempfile.mkdtemp(prefix="gpuscope-tls-")
+        cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+        harness.subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                "-keyout", key, "-out", cert], check=True, capture_output=True)
+        hashed = harness.subprocess.run(["htpasswd", "-nbBC", "10", "scraper", "s3cret"], check=True,
+                                        capture_output=True, text=True).stdout.strip().split(":", 1)[1]
+        web_config = os.path.join(workdir, "web.yml")
+        with open(web_config, "w") as f:
+            f.write(f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"
+                    f"basic_auth_users:\n  scraper: '{hashed}'\n")
+        agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"),
+                              extra_args=["--web.config.file", web_config])
+        prometheus = None
+        try:
+            prometheus = harness.Prometheus(
+                [f"127.0.0.1:{agent.port}"],
+                scrape_extra=("    scheme: https\n"
+                              f"    tls_config: {{ca_file: {cert}}}\n"
+                              "    basic_auth: {username: scraper, password: s3cret}\n"))
+            harness.wait_for(lambda: len(prometheus.query("DCGM_FI_DEV_GPU_UTIL")) == 8, 60,
+                             "eight GPUs scraped over TLS with basic auth")
+            self.assertEqual(float(prometheus.query('up{job="gpu"}')[0]["value"][1]), 1.0)
+            context = harness.ssl.create_default_context(cafile=cert)
+            with self.assertRaises(harness.urllib.error.HTTPError) as denied:
+                harness.urllib.request.urlopen(f"https://127.0.0.1:{agent.port}/metrics", context=context, timeout=5)
+            self.assertEqual(denied.exception.code, 401)
+        finally:
+            if prometheus:
+                prometheus.stop()
+            agent.stop()
+            agent.cleanup()
+            harness.shutil.rmtree(workdir, ignore_errors=True)
+
+
 class AgentLifecycle(unittest.TestCase):
     def test_sigterm_stops_the_agent_cleanly(self):
         agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"))
