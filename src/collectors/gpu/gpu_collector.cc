@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <utility>
 
 #include "src/collectors/gpu/gpu_worker.h"
 #include "src/collectors/gpu/xid_events.h"
+#include "src/core/log.h"
 #include "src/platform/nvml/nvml_library.h"
 
 namespace gpuscope {
@@ -18,31 +18,26 @@ std::string LocalHostname() {
   return buffer;
 }
 
-void LogToStderr(std::string_view line) {
-  std::fprintf(stderr, "gpu collector: %.*s\n", static_cast<int>(line.size()), line.data());
-}
-
 }  // namespace
 
 GpuCollector::GpuCollector(GpuCollectorOptions options)
     : options_(std::move(options)), specs_(FamilySpecs(options_.dcgm_compat)) {
-  if (!options_.log) options_.log = LogToStderr;
   node_.compat = options_.dcgm_compat;
   node_.host.name = std::string(HostnameLabelName(options_.dcgm_compat));
   node_.host.value = options_.hostname.empty() ? LocalHostname() : options_.hostname;
-  node_.log = options_.log;
 }
 
 GpuCollector::~GpuCollector() { Shutdown(); }
 
 void GpuCollector::Shutdown() {
   bool stuck = false;
-  for (const auto& worker : workers_) stuck = stuck || worker->Busy();
+  for (const Gpu& gpu : gpus_) stuck = stuck || gpu.worker->Busy();
+  if (xids_ != nullptr && !xids_->Stop()) stuck = true;
   xids_.reset();
-  workers_.clear();  // joins idle workers, detaches hung ones
+  gpus_.clear();  // joins idle workers, detaches hung ones
   if (nvml_ != nullptr && initialized_) {
     if (stuck) {
-      options_.log("a GPU worker is stuck in NVML: skipping nvmlShutdown");
+      Log(LogLevel::kWarn, "a GPU thread is stuck in NVML: skipping nvmlShutdown", {{"collector", "gpu"}});
     } else {
       nvml_->nvmlShutdown();
     }
@@ -72,25 +67,23 @@ Status GpuCollector::Init() {
     nvml->nvmlShutdown();
     return Status::Unavailable("nvmlDeviceGetCount_v2: " + nvml->ErrorString(r));
   }
-  std::vector<std::pair<nvmlDevice_t, unsigned int>> handles;
-  for (unsigned int i = 0; i < count; ++i) {
-    Status device_status;
-    std::shared_ptr<GpuDevice> device = GpuDevice::Open(nvml, i, node_, &device_status);
-    if (device == nullptr) {
-      options_.log("GPU " + std::to_string(i) + " skipped: " + device_status.message());
-      continue;
-    }
-    handles.emplace_back(device->handle(), i);
-    workers_.push_back(std::make_unique<GpuWorker>(std::move(device)));
-  }
-  buffers_.assign(workers_.size(), GpuSampleBuffer());
-  was_down_.assign(workers_.size(), 0);
+  // The workers (and, through them, the devices) share one immutable copy of the node context, which
+  // stays alive with a worker thread that had to be detached.
+  auto node = std::make_shared<const GpuNodeContext>(node_);
   nvml_ = std::move(nvml);
-  xids_ = std::make_unique<XidEventMonitor>(nvml_, std::move(handles), options_.event_wait);
-  std::string why;
-  if (xids_->Start(&why) == 0) options_.log("XID events not watched: " + why);
-  options_.log("NVML " + node_.nvml_version + " (driver " + node_.driver_version + ") from " +
-               options_.nvml_library + ": " + std::to_string(workers_.size()) + " GPUs");
+  gpus_.clear();
+  gpus_.resize(count);
+  for (unsigned int i = 0; i < count; ++i) {
+    gpus_[i].worker = std::make_unique<GpuWorker>(nvml_, i, node);
+    gpus_[i].placeholder = PlaceholderGpuLabels(i, node_.host, node_.driver_version);
+  }
+  xids_ = std::make_unique<XidEventMonitor>(nvml_, options_.event_wait);
+  Log(LogLevel::kInfo, "NVML loaded: " + std::to_string(count) + " GPUs",
+      {{"collector", "gpu"},
+       {"gpus", std::to_string(count)},
+       {"nvml_version", node_.nvml_version},
+       {"driver_version", node_.driver_version},
+       {"library", options_.nvml_library}});
   return Status::Ok();
 }
 
@@ -102,7 +95,9 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     last_init_attempt_ = now;
     Status status = Init();
     if (!status.ok()) {
-      if (init_status_.message() != status.message()) options_.log(status.message());
+      if (init_status_.message() != status.message()) {
+        Log(LogLevel::kWarn, "NVML not usable", {{"collector", "gpu"}, {"error", status.message()}});
+      }
       init_status_ = status;
       healthy_ = false;
       return init_status_;
@@ -110,18 +105,44 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     initialized_ = true;
     healthy_ = true;
   }
-  if (workers_.empty()) return Status::NoData("no GPUs");
+  if (gpus_.empty()) return Status::NoData("no GPUs");
 
-  // Hand every idle worker its job first, then wait for all against one deadline.
-  const size_t n = workers_.size();
+  // Hand every idle worker its job first (an unopened GPU's open at most every init_retry_interval),
+  // then wait for all against one deadline.
+  const size_t n = gpus_.size();
+  const auto now = std::chrono::steady_clock::now();
   std::vector<char> posted(n, 0);
-  for (size_t i = 0; i < n; ++i) posted[i] = workers_[i]->Post() ? 1 : 0;
-  const auto deadline = std::chrono::steady_clock::now() + options_.call_deadline;
-  std::vector<char> up(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    if (!posted[i] || !workers_[i]->WaitUntil(deadline)) continue;
-    up[i] = workers_[i]->Take(&buffers_[i]) == GpuDevice::ReadOutcome::kOk ? 1 : 0;
+    Gpu& gpu = gpus_[i];
+    const bool opened = gpu.worker->device() != nullptr;
+    if (!opened && gpu.open_posted && now - gpu.last_open_post < options_.init_retry_interval) continue;
+    posted[i] = gpu.worker->Post() ? 1 : 0;
+    if (posted[i] && !opened) {
+      gpu.open_posted = true;
+      gpu.last_open_post = now;
+    }
   }
+  const auto deadline = now + options_.call_deadline;
+  std::vector<char> finished(n, 0);
+  std::vector<GpuWorker::Outcome> outcome(n, GpuWorker::Outcome::kOk);
+  std::vector<std::string> open_error(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!posted[i] || !gpus_[i].worker->WaitUntil(deadline)) continue;
+    finished[i] = 1;
+    outcome[i] = gpus_[i].worker->Take(&gpus_[i].buffer, &open_error[i]);
+  }
+
+  // Devices as they are now (a late open counts from here); newly opened ones get their XIDs watched.
+  std::vector<std::shared_ptr<const GpuDevice>> devices(n);
+  std::vector<std::pair<nvmlDevice_t, unsigned int>> to_watch;
+  for (size_t i = 0; i < n; ++i) {
+    devices[i] = gpus_[i].worker->device();
+    if (devices[i] != nullptr && !gpus_[i].xid_watched) {
+      gpus_[i].xid_watched = true;
+      to_watch.emplace_back(devices[i]->handle(), static_cast<unsigned int>(i));
+    }
+  }
+  if (!to_watch.empty()) xids_->Watch(to_watch);
 
   std::vector<MetricFamily> families(kGpuFamilyCount);
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
@@ -134,46 +155,60 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
   auto family = [&](GpuFamily f) -> MetricFamily& { return families[static_cast<size_t>(f)]; };
   size_t reporting = 0;
   for (size_t i = 0; i < n; ++i) {
-    const GpuDevice& device = workers_[i]->device();
-    const GpuIdentity& id = device.identity();
-    family(GpuFamily::kGpuUp).samples.push_back(Sample{device.labels(), up[i] ? 1.0 : 0.0});
-    Sample info{device.labels(), 1};
-    info.labels.emplace_back("serial", id.serial);
-    info.labels.emplace_back("nvml_version", node_.nvml_version);
-    info.labels.emplace_back("mig_mode", device.mig_enabled() ? "enabled" : "disabled");
-    family(GpuFamily::kGpuInfo).samples.push_back(std::move(info));
-    if (!up[i]) {
-      if (!was_down_[i]) {
-        options_.log(
-            "gpu " + std::to_string(id.index) + " (" + id.uuid + ") " +
-            (posted[i] && !workers_[i]->Busy() ? "is lost" : "did not answer within the call deadline"));
+    Gpu& gpu = gpus_[i];
+    const GpuDevice* device = devices[i].get();
+    const bool up = finished[i] && outcome[i] == GpuWorker::Outcome::kOk;
+    const Labels& labels = device != nullptr ? device->labels() : gpu.placeholder;
+    family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0});
+    if (device != nullptr) {
+      Sample info{labels, 1};
+      info.labels.emplace_back("serial", device->identity().serial);
+      info.labels.emplace_back("nvml_version", node_.nvml_version);
+      info.labels.emplace_back("mig_mode", device->mig_enabled() ? "enabled" : "disabled");
+      family(GpuFamily::kGpuInfo).samples.push_back(std::move(info));
+    }
+    const std::string index = std::to_string(i);
+    const std::string uuid = device != nullptr ? device->identity().uuid : "";
+    if (!up) {
+      if (!gpu.was_down) {
+        std::string message = "GPU did not answer within the call deadline";
+        std::string error = "call deadline exceeded";
+        if (finished[i] && outcome[i] == GpuWorker::Outcome::kLost) {
+          message = "GPU lost";
+          error = "GPU is lost";
+        } else if (finished[i] && outcome[i] == GpuWorker::Outcome::kOpenFailed) {
+          message = "GPU could not be opened";
+          error = open_error[i];
+        } else if (device == nullptr) {
+          message = "GPU did not open within the call deadline";
+        }
+        Log(LogLevel::kWarn, message,
+            {{"collector", "gpu"}, {"gpu", index}, {"uuid", uuid}, {"error", error}});
       }
-      was_down_[i] = 1;
-      buffers_[i].clear();
+      gpu.was_down = true;
+      gpu.buffer.clear();
       continue;
     }
-    if (was_down_[i]) options_.log("gpu " + std::to_string(id.index) + " reports again");
-    was_down_[i] = 0;
-    ++reporting;
-    for (GpuSample& s : buffers_[i]) family(s.family).samples.push_back(std::move(s.sample));
-    buffers_[i].clear();
-    family(GpuFamily::kXidErrors)
-        .samples.push_back(Sample{device.labels(), static_cast<double>(xids_->LastXid(id.index))});
-  }
-  if (xids_ != nullptr) {
-    for (const XidCount& c : xids_->Counts()) {
-      for (size_t i = 0; i < n; ++i) {
-        const GpuDevice& device = workers_[i]->device();
-        if (device.identity().index != c.gpu_index) continue;
-        std::string xid = std::to_string(c.xid);
-        Sample total{device.labels(), static_cast<double>(c.count)};
-        total.labels.emplace_back("xid", xid);
-        family(GpuFamily::kXidErrorsTotal).samples.push_back(std::move(total));
-        Sample seen{device.labels(), c.last_seen_seconds};
-        seen.labels.emplace_back("xid", std::move(xid));
-        family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
-      }
+    if (gpu.was_down) {
+      Log(LogLevel::kInfo, "GPU reports again", {{"collector", "gpu"}, {"gpu", index}, {"uuid", uuid}});
     }
+    gpu.was_down = false;
+    ++reporting;
+    for (GpuSample& s : gpu.buffer) family(s.family).samples.push_back(std::move(s.sample));
+    gpu.buffer.clear();
+    family(GpuFamily::kXidErrors)
+        .samples.push_back(Sample{labels, static_cast<double>(xids_->LastXid(static_cast<unsigned int>(i)))});
+  }
+  for (const XidCount& c : xids_->Counts()) {
+    if (c.gpu_index >= n || devices[c.gpu_index] == nullptr) continue;
+    const Labels& labels = devices[c.gpu_index]->labels();
+    std::string xid = std::to_string(c.xid);
+    Sample total{labels, static_cast<double>(c.count)};
+    total.labels.emplace_back("xid", xid);
+    family(GpuFamily::kXidErrorsTotal).samples.push_back(std::move(total));
+    Sample seen{labels, c.last_seen_seconds};
+    seen.labels.emplace_back("xid", std::move(xid));
+    family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
   }
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
     if (!families[f].samples.empty() && specs_[f].exported) out.push_back(std::move(families[f]));

@@ -1,7 +1,10 @@
 // GpuCollector: the NVML collector, gpuscope's drop-in for dcgm-exporter. It loads NVML at run time
-// (NvmlLibrary), reads each GPU's identity once, and collects every GPU on its own persistent worker
-// thread so that one hung or lost GPU is reported gpuscope_gpu_up 0 while the others keep reporting.
-// XID errors come from an NVML event thread; GPM metrics (Hopper+) are computed between cycles.
+// (NvmlLibrary) and gives every GPU its own persistent worker thread, which opens the GPU (reads its
+// identity once) and then collects it each cycle, so that one slow, hung or lost GPU is reported
+// gpuscope_gpu_up 0 while the others keep reporting, at start-up as later. A GPU that cannot be opened is
+// reported down with placeholder labels (gpu="<index>", empty identity) and its open is retried at most
+// every init_retry_interval. XID errors come from NVML event threads (GPUs that open late are added);
+// GPM metrics (Hopper+) are computed between cycles. Logs go to the core logger (collector=gpu).
 //
 // Thread-safety: as Collector: Collect() from the scheduler thread only; Describe(), Name() and
 // Healthy() from any thread.
@@ -32,10 +35,9 @@ struct GpuCollectorOptions {
   DcgmCompat dcgm_compat = DcgmCompat::kDcgm3;
   // Poll timeout of the XID event thread (also bounds how long shutdown waits for it).
   std::chrono::milliseconds event_wait{1000};
-  // When NVML cannot be loaded or initialised, Collect() tries again at most this often.
+  // When NVML cannot be loaded or initialised, or a GPU cannot be opened, Collect() tries again at most
+  // this often (per GPU for opens).
   std::chrono::milliseconds init_retry_interval{10000};
-  // Where the collector's log lines go (one line each, no newline); default: stderr.
-  GpuLogFunction log;
 };
 
 class GpuCollector : public Collector {
@@ -46,14 +48,27 @@ class GpuCollector : public Collector {
   ~GpuCollector() override;
 
   std::string_view Name() const override { return "gpu"; }
-  // Ok when at least one GPU reported; NoData without GPUs; Unavailable when NVML is not usable (init
-  // is retried every init_retry_interval) or no GPU answered.
+  // Waits for every GPU's worker against one call_deadline. Ok when at least one GPU reported; NoData
+  // without GPUs; Unavailable when NVML is not usable (init is retried every init_retry_interval) or no
+  // GPU answered.
   Status Collect(std::vector<MetricFamily>& out) override;
   std::vector<MetricDescription> Describe() const override;
   // False while NVML is not loaded and initialised.
   bool Healthy() const override { return healthy_.load(); }
 
  private:
+  // Per GPU (index = GPU index): its worker and what the collector remembers between cycles.
+  struct Gpu {
+    std::unique_ptr<GpuWorker> worker;
+    GpuSampleBuffer buffer;  // reused every cycle
+    Labels placeholder;      // labels while the GPU is not opened
+    bool was_down = false;   // reported down last cycle (to log transitions once)
+    bool open_posted = false;
+    std::chrono::steady_clock::time_point last_open_post{};
+    bool xid_watched = false;
+  };
+
+  // nvmlInit, driver version, device count; starts one worker per GPU (no per-GPU NVML call).
   Status Init();
   void Shutdown();
 
@@ -67,10 +82,8 @@ class GpuCollector : public Collector {
   bool attempted_init_ = false;
 
   std::shared_ptr<NvmlLibrary> nvml_;
-  std::vector<std::unique_ptr<GpuWorker>> workers_;
+  std::vector<Gpu> gpus_;
   std::unique_ptr<XidEventMonitor> xids_;
-  std::vector<GpuSampleBuffer> buffers_;  // one per GPU, reused every cycle
-  std::vector<char> was_down_;            // per GPU: reported down last cycle (to log transitions once)
 };
 
 }  // namespace gpuscope

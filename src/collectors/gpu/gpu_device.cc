@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "src/collectors/gpu/clock_reasons.h"
+#include "src/core/log.h"
 
 namespace gpuscope {
 namespace {
@@ -168,9 +169,10 @@ void GpuDevice::ReadIdentity(unsigned int index) {
     pcie_from_gpm_ = true;
   } else {
     disabled_.set(static_cast<size_t>(GpuProbe::kGpm));
-    node_.log("gpu " + std::to_string(index) + ": GPM unavailable (" +
-              (r == NVML_SUCCESS ? std::string("device not supported") : nvml.ErrorString(r)) +
-              "): DCGM_FI_PROF_* other than PCIe are not reported");
+    const std::string gpu = std::to_string(index);
+    const std::string error = r == NVML_SUCCESS ? std::string("device not supported") : nvml.ErrorString(r);
+    Log(LogLevel::kDebug, "GPM unavailable: DCGM_FI_PROF_* other than PCIe are not reported on this GPU",
+        {{"collector", "gpu"}, {"gpu", gpu}, {"uuid", identity_.uuid}, {"error", error}});
   }
 }
 
@@ -237,8 +239,14 @@ bool GpuDevice::Check(GpuProbe probe, nvmlReturn_t result) {
     lost_ = true;
   } else if (DisablesField(result)) {
     disabled_.set(static_cast<size_t>(probe));
-    node_.log("gpu " + std::to_string(identity_.index) + ": " + std::string(GpuProbeName(probe)) +
-              " disabled: " + nvml_->ErrorString(result));
+    const std::string gpu = std::to_string(identity_.index);
+    const std::string error = nvml_->ErrorString(result);
+    Log(LogLevel::kDebug, "field disabled on this GPU",
+        {{"collector", "gpu"},
+         {"gpu", gpu},
+         {"uuid", identity_.uuid},
+         {"field", GpuProbeName(probe)},
+         {"error", error}});
   }
   return false;
 }

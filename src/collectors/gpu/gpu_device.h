@@ -3,15 +3,14 @@
 // every NVML call of one collection cycle and appends the samples to a buffer.
 //
 // A missing symbol (old driver) or NVML_ERROR_NOT_SUPPORTED disables that field for this GPU only and is
-// logged once; any other error skips the field for this cycle; NVML_ERROR_GPU_IS_LOST ends the cycle for
-// the GPU (ReadOutcome::kLost).
+// logged once (debug level, core logger); any other error skips the field for this cycle;
+// NVML_ERROR_GPU_IS_LOST ends the cycle for the GPU (ReadOutcome::kLost).
 //
 // Thread-safety: Read() is called by one thread at a time (the GPU's worker); identity() and the label
 // accessors are immutable after Open() and safe from any thread.
 #pragma once
 
 #include <bitset>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,15 +33,12 @@ struct GpuSample {
 };
 using GpuSampleBuffer = std::vector<GpuSample>;
 
-using GpuLogFunction = std::function<void(std::string_view line)>;
-
 // What every GPU of the node shares.
 struct GpuNodeContext {
   DcgmCompat compat = DcgmCompat::kDcgm3;
   HostLabel host;
   std::string driver_version;
   std::string nvml_version;
-  GpuLogFunction log;  // never null
 };
 
 // NVML calls (or groups of calls) that can be disabled per GPU.
@@ -90,7 +86,7 @@ std::string_view GpuProbeName(GpuProbe probe);
 class GpuDevice {
  public:
   // Reads the static identity of GPU `index`. Returns the device, or null with `*status` set when NVML
-  // gives no handle for it.
+  // gives no handle for it. `node` must outlive the device.
   static std::unique_ptr<GpuDevice> Open(std::shared_ptr<const NvmlLibrary> nvml, unsigned int index,
                                          const GpuNodeContext& node, Status* status);
   ~GpuDevice();
@@ -128,7 +124,7 @@ class GpuDevice {
   void DiscoverLinks();
   void DiscoverMig();
 
-  // Success: true. NOT_SUPPORTED / FUNCTION_NOT_FOUND: disables `probe` (logged once), false.
+  // Success: true. NOT_SUPPORTED / FUNCTION_NOT_FOUND: disables `probe` (logged once, debug), false.
   // GPU_IS_LOST: marks the cycle lost, false. Other errors: false (skipped this cycle).
   bool Check(GpuProbe probe, nvmlReturn_t result);
   bool Enabled(GpuProbe probe) const { return !lost_ && !disabled_.test(static_cast<size_t>(probe)); }

@@ -6,9 +6,14 @@
 
 namespace gpuscope {
 
-GpuWorker::GpuWorker(std::shared_ptr<GpuDevice> device) : device_(std::move(device)) {
-  thread_ = std::thread(Run, device_, state_);
-  std::string name = "gpuscope-gpu" + std::to_string(device_->identity().index);
+GpuWorker::GpuWorker(std::shared_ptr<const NvmlLibrary> nvml, unsigned int index,
+                     std::shared_ptr<const GpuNodeContext> node)
+    : index_(index) {
+  state_->nvml = std::move(nvml);
+  state_->node = std::move(node);
+  state_->index = index;
+  thread_ = std::thread(Run, state_);
+  std::string name = "gpuscope-gpu" + std::to_string(index);
   pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
 }
 
@@ -24,8 +29,9 @@ GpuWorker::~GpuWorker() {
     thread_.detach();
 }
 
-void GpuWorker::Run(std::shared_ptr<GpuDevice> device, std::shared_ptr<State> state) {
+void GpuWorker::Run(std::shared_ptr<State> state) {
   GpuSampleBuffer buffer;
+  std::shared_ptr<GpuDevice> device;  // this thread's reference, set once the open succeeds
   std::unique_lock<std::mutex> lock(state->mu);
   while (true) {
     state->cv.wait(lock, [&] { return state->stop || (state->job && !state->done); });
@@ -33,10 +39,21 @@ void GpuWorker::Run(std::shared_ptr<GpuDevice> device, std::shared_ptr<State> st
     buffer.swap(state->samples);  // reuse the buffer the collector handed back
     lock.unlock();
     buffer.clear();
-    GpuDevice::ReadOutcome outcome = device->Read(&buffer);
+    std::string open_error;
+    if (device == nullptr) {
+      Status status;
+      device = GpuDevice::Open(state->nvml, state->index, *state->node, &status);
+      if (device == nullptr) open_error = status.message();
+    }
+    Outcome outcome = Outcome::kOpenFailed;
+    if (device != nullptr) {
+      outcome = device->Read(&buffer) == GpuDevice::ReadOutcome::kOk ? Outcome::kOk : Outcome::kLost;
+    }
     lock.lock();
+    if (state->device == nullptr) state->device = device;
     state->samples.swap(buffer);
     state->outcome = outcome;
+    state->open_error = std::move(open_error);
     state->done = true;
     state->cv.notify_all();
   }
@@ -59,12 +76,13 @@ bool GpuWorker::WaitUntil(std::chrono::steady_clock::time_point deadline) {
   return state_->cv.wait_until(lock, deadline, [this] { return state_->done; });
 }
 
-GpuDevice::ReadOutcome GpuWorker::Take(GpuSampleBuffer* samples) {
+GpuWorker::Outcome GpuWorker::Take(GpuSampleBuffer* samples, std::string* open_error) {
   std::lock_guard<std::mutex> lock(state_->mu);
   samples->swap(state_->samples);
   state_->samples.clear();
   state_->job = false;
   state_->done = false;
+  if (open_error != nullptr) *open_error = state_->open_error;
   return state_->outcome;
 }
 
@@ -77,6 +95,11 @@ std::chrono::steady_clock::duration GpuWorker::BusyFor() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->job || state_->done) return {};
   return std::chrono::steady_clock::now() - state_->started;
+}
+
+std::shared_ptr<const GpuDevice> GpuWorker::device() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->device;
 }
 
 }  // namespace gpuscope

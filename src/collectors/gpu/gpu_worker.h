@@ -1,10 +1,13 @@
-// GpuWorker: a persistent thread that runs one GPU's collection (GpuDevice::Read) when handed a job, so
-// that a hung NVML call on one GPU delays only that GPU. The collector posts a job each cycle, waits
-// until its deadline, and takes the result if the job finished; a worker still busy from an earlier
-// cycle is skipped (Post returns false) until it returns.
+// GpuWorker: a persistent thread that owns one GPU: its first job opens the device (GpuDevice::Open, the
+// identity reads), later jobs run one collection (GpuDevice::Read), so that a slow or hung NVML call on one
+// GPU, at start-up or later, delays only that GPU. The collector posts a job each cycle, waits until its
+// deadline, and takes the result if the job finished; a worker still busy from an earlier cycle is
+// skipped (Post returns false) until it returns. A job that fails to open the device leaves the worker
+// unopened; the next posted job tries again.
 //
-// Thread-safety: Post/Wait/Take/Busy are called from the collector's thread; the worker thread only
-// touches the device and the result buffer while a job runs.
+// Thread-safety: Post/WaitUntil/Take/Busy/BusyFor are called from the collector's thread;
+// device() from any thread. The worker thread touches the device and the result buffer only while a job
+// runs.
 #pragma once
 
 #include <chrono>
@@ -20,44 +23,63 @@ namespace gpuscope {
 
 class GpuWorker {
  public:
-  explicit GpuWorker(std::shared_ptr<GpuDevice> device);
-  // Asks the thread to stop and waits up to `join_timeout` for a running job; a thread still hung in
-  // NVML is detached (it owns the device and, through it, the library, so nothing it uses is freed).
+  // Starts the thread for GPU `index`; nothing is asked of NVML until the first job.
+  GpuWorker(std::shared_ptr<const NvmlLibrary> nvml, unsigned int index,
+            std::shared_ptr<const GpuNodeContext> node);
+  // Asks the thread to stop and waits up to `kJoinTimeout` for a running job; a thread still hung in
+  // NVML is detached (it owns the device, the node context and, through them, the library, so nothing
+  // it uses is freed).
   ~GpuWorker();
   GpuWorker(const GpuWorker&) = delete;
   GpuWorker& operator=(const GpuWorker&) = delete;
 
   static constexpr std::chrono::milliseconds kJoinTimeout{200};
 
-  // Starts a collection job. Returns false (and does nothing) while an earlier job is still running.
+  // What a finished job reports.
+  enum class Outcome {
+    kOk,          // the device is open and was read
+    kLost,        // the device is open; NVML reported GPU_IS_LOST during the read
+    kOpenFailed,  // the device could not be opened (open_error() says why)
+  };
+
+  // Starts a job (open if needed, then read). Returns false (and does nothing) while an earlier job is
+  // still running.
   bool Post();
   // Waits until the posted job finished or `deadline` passed; true when it finished.
   bool WaitUntil(std::chrono::steady_clock::time_point deadline);
   // After WaitUntil returned true: swaps the job's samples into `*samples` (whose old content becomes the
-  // next job's reused buffer) and returns the outcome.
-  GpuDevice::ReadOutcome Take(GpuSampleBuffer* samples);
+  // next job's reused buffer) and returns the outcome; for kOpenFailed, `*open_error` (when not null)
+  // receives the reason.
+  Outcome Take(GpuSampleBuffer* samples, std::string* open_error = nullptr);
   // Whether a job is running (possibly hung in NVML).
   bool Busy() const;
-
-  const GpuDevice& device() const { return *device_; }
   // How long the current job has been running; zero when idle.
   std::chrono::steady_clock::duration BusyFor() const;
 
+  unsigned int index() const { return index_; }
+  // The opened device; null until a job has opened it. Its identity and labels are immutable.
+  std::shared_ptr<const GpuDevice> device() const;
+
  private:
   struct State {
-    std::mutex mu;
+    std::shared_ptr<const NvmlLibrary> nvml;
+    std::shared_ptr<const GpuNodeContext> node;  // outlives `device`, which refers to it
+    unsigned int index = 0;
+    mutable std::mutex mu;
     std::condition_variable cv;
-    bool job = false;   // a job is posted or running
-    bool done = false;  // the job finished and its result waits to be taken
+    std::shared_ptr<GpuDevice> device;  // guarded by mu; set once by the thread
+    bool job = false;                   // a job is posted or running
+    bool done = false;                  // the job finished and its result waits to be taken
     bool stop = false;
     bool exited = false;
     std::chrono::steady_clock::time_point started{};
     GpuSampleBuffer samples;
-    GpuDevice::ReadOutcome outcome = GpuDevice::ReadOutcome::kOk;
+    Outcome outcome = Outcome::kOk;
+    std::string open_error;
   };
-  static void Run(std::shared_ptr<GpuDevice> device, std::shared_ptr<State> state);
+  static void Run(std::shared_ptr<State> state);
 
-  std::shared_ptr<GpuDevice> device_;
+  unsigned int index_;
   std::shared_ptr<State> state_ = std::make_shared<State>();
   std::thread thread_;
 };

@@ -23,6 +23,19 @@ Labels BuildGpuLabels(const GpuIdentity& id, const HostLabel& host, const MigIns
   return labels;
 }
 
+Labels PlaceholderGpuLabels(unsigned int index, const HostLabel& host, std::string_view driver_version) {
+  Labels labels;
+  labels.reserve(7);
+  labels.emplace_back("gpu", std::to_string(index));
+  labels.emplace_back("UUID", "");
+  labels.emplace_back("pci_bus_id", "");
+  labels.emplace_back("device", "");
+  labels.emplace_back("modelName", "");
+  labels.emplace_back(host.name, host.value);
+  labels.emplace_back("DCGM_FI_DRIVER_VERSION", std::string(driver_version));
+  return labels;
+}
+
 std::string MigProfileFromDeviceName(std::string_view name) {
   constexpr std::string_view kMarker = " MIG ";
   size_t at = name.rfind(kMarker);

@@ -41,6 +41,11 @@ struct HostLabel {
 Labels BuildGpuLabels(const GpuIdentity& id, const HostLabel& host, const MigInstanceLabels* mig,
                       bool mig_slots);
 
+// The label set (names as BuildGpuLabels without MIG) of GPU `index` whose identity is unknown because
+// it could not be opened: gpu="<index>", the host label and DCGM_FI_DRIVER_VERSION; UUID, pci_bus_id,
+// device and modelName are empty (absent for Prometheus).
+Labels PlaceholderGpuLabels(unsigned int index, const HostLabel& host, std::string_view driver_version);
+
 // The MIG profile ("1g.10gb") of a MIG device from its NVML name ("NVIDIA A100-SXM4-40GB MIG 1g.10gb");
 // empty when the name carries none.
 std::string MigProfileFromDeviceName(std::string_view name);

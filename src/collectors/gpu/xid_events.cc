@@ -1,60 +1,97 @@
 #include "src/collectors/gpu/xid_events.h"
 
+#include <string>
+
+#include "src/core/log.h"
+
 namespace gpuscope {
+namespace {
 
-XidEventMonitor::XidEventMonitor(std::shared_ptr<const NvmlLibrary> nvml,
-                                 std::vector<std::pair<nvmlDevice_t, unsigned int>> devices,
-                                 std::chrono::milliseconds wait)
-    : nvml_(std::move(nvml)), devices_(std::move(devices)), wait_(wait) {}
-
-XidEventMonitor::~XidEventMonitor() {
-  if (!thread_.joinable()) return;
-  shared_->stop = true;
-  auto give_up = std::chrono::steady_clock::now() + wait_ + std::chrono::milliseconds(500);
-  while (!shared_->finished && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+std::string IndexList(const std::vector<std::pair<nvmlDevice_t, unsigned int>>& devices) {
+  std::string out;
+  for (const auto& [device, index] : devices) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(index);
   }
-  if (shared_->finished)
-    thread_.join();
-  else
-    thread_.detach();  // hung in NVML: it owns references to the library and its state
+  return out;
 }
 
-size_t XidEventMonitor::Start(std::string* why) {
-  nvmlEventSet_t set{};
-  nvmlReturn_t r = nvml_->nvmlEventSetCreate(&set);
-  if (r != NVML_SUCCESS) {
-    *why = "nvmlEventSetCreate: " + nvml_->ErrorString(r);
-    return 0;
+}  // namespace
+
+XidEventMonitor::XidEventMonitor(std::shared_ptr<const NvmlLibrary> nvml, std::chrono::milliseconds wait)
+    : nvml_(std::move(nvml)), wait_(wait) {}
+
+XidEventMonitor::~XidEventMonitor() {
+  Stop();
+  for (Watcher& w : watchers_) {
+    if (*w.finished)
+      w.thread.join();
+    else
+      w.thread.detach();  // hung in NVML: it owns references to the library and its state
   }
-  std::vector<std::pair<nvmlDevice_t, unsigned int>> registered;
-  for (const auto& [device, index] : devices_) {
-    unsigned long long supported = 0;
-    if (nvml_->nvmlDeviceGetSupportedEventTypes(device, &supported) != NVML_SUCCESS ||
-        (supported & nvmlEventTypeXidCriticalError) == 0) {
-      continue;
+}
+
+bool XidEventMonitor::Stop() {
+  auto all_finished = [this] {
+    for (const Watcher& w : watchers_) {
+      if (!*w.finished) return false;
     }
-    if (nvml_->nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set) == NVML_SUCCESS) {
-      registered.emplace_back(device, index);
-    }
+    return true;
+  };
+  if (shared_->stop.exchange(true)) return all_finished();  // already waited once
+  auto give_up = std::chrono::steady_clock::now() + wait_ + std::chrono::milliseconds(500);
+  while (!all_finished() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (registered.empty()) {
-    nvml_->nvmlEventSetFree(set);
-    *why = "no GPU supports XID events";
-    return 0;
+  return all_finished();
+}
+
+size_t XidEventMonitor::Watch(const std::vector<std::pair<nvmlDevice_t, unsigned int>>& devices) {
+  std::vector<std::pair<nvmlDevice_t, unsigned int>> fresh;
+  for (const auto& [device, index] : devices) {
+    if (watched_.insert(index).second) fresh.emplace_back(device, index);
   }
-  size_t count = registered.size();
-  thread_ =
-      std::thread(Run, nvml_, shared_, set, std::move(registered), static_cast<unsigned int>(wait_.count()));
+  if (fresh.empty()) return 0;
+  size_t count = fresh.size();
+  Watcher w;
+  w.finished = std::make_shared<std::atomic<bool>>(false);
+  w.thread = std::thread(Run, nvml_, shared_, w.finished, std::move(fresh),
+                         static_cast<unsigned int>(wait_.count()));
+  watchers_.push_back(std::move(w));
   return count;
 }
 
 void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_ptr<Shared> shared,
-                          nvmlEventSet_t set, std::vector<std::pair<nvmlDevice_t, unsigned int>> devices,
-                          unsigned int wait_ms) {
-  while (!shared->stop) {
+                          std::shared_ptr<std::atomic<bool>> finished,
+                          std::vector<std::pair<nvmlDevice_t, unsigned int>> devices, unsigned int wait_ms) {
+  const std::string gpus = IndexList(devices);
+  nvmlEventSet_t set{};
+  nvmlReturn_t r = nvml->nvmlEventSetCreate(&set);
+  if (r != NVML_SUCCESS) {
+    const std::string error = "nvmlEventSetCreate: " + nvml->ErrorString(r);
+    Log(LogLevel::kWarn, "XID events not watched", {{"collector", "gpu"}, {"gpus", gpus}, {"error", error}});
+    *finished = true;
+    return;
+  }
+  std::vector<std::pair<nvmlDevice_t, unsigned int>> registered;
+  for (const auto& [device, index] : devices) {
+    if (shared->stop) break;
+    unsigned long long supported = 0;
+    if (nvml->nvmlDeviceGetSupportedEventTypes(device, &supported) != NVML_SUCCESS ||
+        (supported & nvmlEventTypeXidCriticalError) == 0) {
+      continue;
+    }
+    if (nvml->nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set) == NVML_SUCCESS) {
+      registered.emplace_back(device, index);
+    }
+  }
+  if (registered.empty() && !shared->stop) {
+    Log(LogLevel::kInfo, "XID events not watched: no GPU supports them",
+        {{"collector", "gpu"}, {"gpus", gpus}});
+  }
+  while (!shared->stop && !registered.empty()) {
     nvmlEventData_t data{};
-    nvmlReturn_t r = nvml->nvmlEventSetWait_v2(set, &data, wait_ms);
+    r = nvml->nvmlEventSetWait_v2(set, &data, wait_ms);
     if (r == NVML_ERROR_TIMEOUT) continue;
     if (r != NVML_SUCCESS) {
       // GPU_IS_LOST and friends: do not spin; try again after one wait period.
@@ -65,7 +102,7 @@ void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_p
     }
     if ((data.eventType & nvmlEventTypeXidCriticalError) == 0) continue;
     const unsigned int* index = nullptr;
-    for (const auto& [device, gpu] : devices) {
+    for (const auto& [device, gpu] : registered) {
       if (device == data.device) index = &gpu;
     }
     if (index == nullptr) continue;
@@ -79,7 +116,7 @@ void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_p
     shared->last[*index] = data.eventData;
   }
   nvml->nvmlEventSetFree(set);
-  shared->finished = true;
+  *finished = true;
 }
 
 std::vector<XidCount> XidEventMonitor::Counts() const {

@@ -1,9 +1,14 @@
-// XidEventMonitor: one thread that waits on an NVML event set for XID critical errors of every GPU
-// that supports them, and counts each event once per (GPU, XID). The counts feed
-// gpuscope_xid_errors_total / gpuscope_xid_last_seen_timestamp_seconds and the drop-in
-// DCGM_FI_DEV_XID_ERRORS (value of the last XID).
+// XidEventMonitor: waits on NVML event sets for XID critical errors of every GPU handed to Watch(), and
+// counts each event once per (GPU, XID). The counts feed gpuscope_xid_errors_total /
+// gpuscope_xid_last_seen_timestamp_seconds and the drop-in DCGM_FI_DEV_XID_ERRORS (value of the last XID).
 //
-// Thread-safety: Start/Stop from the owner's thread; Counts() and LastXid() from any thread.
+// GPUs may be added while the monitor runs (a GPU that opens late): each Watch() call gets an event set
+// and a thread of its own, so no set is changed while a thread waits on it, no GPU is ever registered on
+// two sets (which would count its events twice) and counts kept so far are never reset. The thread does
+// the registration itself, so a GPU whose NVML calls hang never blocks the caller.
+//
+// Thread-safety: the constructor, Watch() and the destructor from the owner's thread; Counts() and
+// LastXid() from any thread.
 #pragma once
 
 #include <atomic>
@@ -12,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -29,17 +35,23 @@ struct XidCount {
 
 class XidEventMonitor {
  public:
-  // `devices`: (NVML handle, GPU index) of every GPU to watch.
-  XidEventMonitor(std::shared_ptr<const NvmlLibrary> nvml,
-                  std::vector<std::pair<nvmlDevice_t, unsigned int>> devices, std::chrono::milliseconds wait);
-  // Stops the thread (waits at most about one `wait` plus a grace period; a thread hung inside NVML is
-  // detached and keeps the library alive).
+  // `wait`: poll timeout of each event thread (also bounds how long the destructor waits for them).
+  XidEventMonitor(std::shared_ptr<const NvmlLibrary> nvml, std::chrono::milliseconds wait);
+  // Stop(), then detaches any thread still hung inside NVML (it keeps the library and the counts alive).
   ~XidEventMonitor();
+  XidEventMonitor(const XidEventMonitor&) = delete;
+  XidEventMonitor& operator=(const XidEventMonitor&) = delete;
 
-  // Creates the event set, registers every GPU that supports XID events and starts the thread. Returns
-  // the number of GPUs registered; 0 (and no thread) when none supports events or the set cannot be
-  // created; the reason goes to `*why`.
-  size_t Start(std::string* why);
+  // Starts watching `devices` ((NVML handle, GPU index) pairs); GPUs already handed to an earlier call are
+  // ignored. Returns the number of GPUs newly handed to a thread (0: nothing started). That thread
+  // creates an event set, registers every GPU that supports XID events and waits on it; when the set
+  // cannot be created or no GPU supports events, it logs why (core logger) and ends.
+  size_t Watch(const std::vector<std::pair<nvmlDevice_t, unsigned int>>& devices);
+
+  // Asks every thread to stop and waits at most about one `wait` plus a grace period. Returns true when
+  // every thread has ended (none is inside NVML any more); false when one is hung in an NVML call.
+  // Idempotent; Watch() must not be called afterwards.
+  bool Stop();
 
   // Every (GPU, XID) seen so far, sorted by GPU then XID.
   std::vector<XidCount> Counts() const;
@@ -52,16 +64,20 @@ class XidEventMonitor {
     std::map<std::pair<unsigned int, unsigned long long>, XidCount> counts;  // guarded by mu
     std::map<unsigned int, unsigned long long> last;                         // guarded by mu
     std::atomic<bool> stop{false};
-    std::atomic<bool> finished{false};
   };
-  static void Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_ptr<Shared> shared, nvmlEventSet_t set,
+  struct Watcher {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  static void Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_ptr<Shared> shared,
+                  std::shared_ptr<std::atomic<bool>> finished,
                   std::vector<std::pair<nvmlDevice_t, unsigned int>> devices, unsigned int wait_ms);
 
   std::shared_ptr<const NvmlLibrary> nvml_;
-  std::vector<std::pair<nvmlDevice_t, unsigned int>> devices_;
   std::chrono::milliseconds wait_;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
-  std::thread thread_;
+  std::set<unsigned int> watched_;  // GPU indices handed to a thread
+  std::vector<Watcher> watchers_;
 };
 
 }  // namespace gpuscope

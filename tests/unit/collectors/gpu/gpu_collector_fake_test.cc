@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <thread>
 
 #include "src/collectors/gpu/gpu_collector.h"
@@ -50,7 +53,6 @@ GpuCollectorOptions FakeOptions() {
   options.hostname = "node1";
   options.call_deadline = std::chrono::milliseconds(300);
   options.event_wait = std::chrono::milliseconds(20);
-  options.log = [](std::string_view) {};
   return options;
 }
 
@@ -223,20 +225,48 @@ TEST(GpuCollectorFakeTest, CompatSwitchChangesHostLabelAndViolationUnit) {
 }
 
 TEST(GpuCollectorFakeTest, UnloadableLibraryIsUnavailableUnhealthyAndRetried) {
+  FakeNvml fake;
+  // A path that does not exist yet; it appears (a link to the stand-in) after the first attempt.
+  const std::string library =
+      ::testing::TempDir() + "/gpu_fake_late_" + std::to_string(getpid()) + "/libnvidia-ml.so.1";
+  std::filesystem::remove_all(std::filesystem::path(library).parent_path());
   GpuCollectorOptions options = FakeOptions();
-  options.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  options.nvml_library = library;
   options.init_retry_interval = std::chrono::milliseconds(0);
-  int logged = 0;
-  options.log = [&logged](std::string_view) { ++logged; };
   GpuCollector collector(options);
   std::vector<MetricFamily> out;
   Status status = collector.Collect(out);
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
-  EXPECT_THAT(status.message(), ::testing::HasSubstr("/nonexistent/libnvidia-ml.so.1"));
+  EXPECT_THAT(status.message(), ::testing::HasSubstr(library));
   EXPECT_FALSE(collector.Healthy());
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(collector.Collect(out).code(), Status::Code::kUnavailable);
-  EXPECT_EQ(logged, 1) << "the same failure is logged once";
+  // Once the library is there, the next cycle loads it: init is retried, not given up.
+  std::filesystem::create_directories(std::filesystem::path(library).parent_path());
+  std::filesystem::create_symlink(GPUSCOPE_FAKE_NVML_PATH, library);
+  EXPECT_TRUE(collector.Collect(out).ok());
+  EXPECT_TRUE(collector.Healthy());
+  EXPECT_EQ(Up(out, "0"), 1);
+  std::filesystem::remove_all(std::filesystem::path(library).parent_path());
+}
+
+TEST(GpuCollectorFakeTest, InitRetryIntervalSpacesInitAttempts) {
+  FakeNvml fake;
+  const std::string library =
+      ::testing::TempDir() + "/gpu_fake_spaced_" + std::to_string(getpid()) + "/libnvidia-ml.so.1";
+  std::filesystem::remove_all(std::filesystem::path(library).parent_path());
+  GpuCollectorOptions options = FakeOptions();
+  options.nvml_library = library;
+  options.init_retry_interval = std::chrono::hours(1);
+  GpuCollector collector(options);
+  std::vector<MetricFamily> out;
+  EXPECT_EQ(collector.Collect(out).code(), Status::Code::kUnavailable);
+  std::filesystem::create_directories(std::filesystem::path(library).parent_path());
+  std::filesystem::create_symlink(GPUSCOPE_FAKE_NVML_PATH, library);
+  // Within the interval the earlier failure is returned without a new attempt.
+  EXPECT_EQ(collector.Collect(out).code(), Status::Code::kUnavailable);
+  EXPECT_FALSE(collector.Healthy());
+  std::filesystem::remove_all(std::filesystem::path(library).parent_path());
 }
 
 TEST(GpuCollectorFakeTest, DescribeCoversEveryEmittedFamily) {

@@ -94,6 +94,20 @@ TEST(GpuLabelsTest, MigLabelsSitBetweenModelNameAndHostname) {
   EXPECT_EQ(slots[5], (std::pair<std::string, std::string>{"GPU_I_PROFILE", ""}));
 }
 
+TEST(GpuLabelsTest, PlaceholderHasTheCommonNamesWithOnlyIndexHostAndDriverSet) {
+  Labels placeholder = PlaceholderGpuLabels(3, HostLabel{"Hostname", "node1"}, "550.90.07");
+  Labels real = BuildGpuLabels(Identity(), HostLabel{"Hostname", "node1"}, nullptr, false);
+  ASSERT_EQ(placeholder.size(), real.size());
+  for (size_t i = 0; i < real.size(); ++i) EXPECT_EQ(placeholder[i].first, real[i].first);
+  EXPECT_EQ(placeholder, (Labels{{"gpu", "3"},
+                                 {"UUID", ""},
+                                 {"pci_bus_id", ""},
+                                 {"device", ""},
+                                 {"modelName", ""},
+                                 {"Hostname", "node1"},
+                                 {"DCGM_FI_DRIVER_VERSION", "550.90.07"}}));
+}
+
 TEST(GpuLabelsTest, MigProfileComesFromTheMigDeviceName) {
   EXPECT_EQ(MigProfileFromDeviceName("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), "1g.5gb");
   EXPECT_EQ(MigProfileFromDeviceName("NVIDIA H100 80GB HBM3 MIG 3g.40gb"), "3g.40gb");
