@@ -150,6 +150,16 @@ std::vector<nvmlProcessInfo_t> Processes(const Call& c, const GpuState& st) {
   const GpuConfig& g = c.config();
   const unsigned n = g.workload.processes;
   std::vector<nvmlProcessInfo_t> list;
+  constexpr double kGiBytes = 1024.0 * 1024 * 1024;
+  if (c.sim->scenario().proc_processes.enabled) {
+    // Real marked processes replace the scenario's made-up ones (whole GPUs only; MIG handles get none).
+    if (c.mig >= 0) return list;
+    const auto memory =
+        static_cast<unsigned long long>(c.sim->scenario().proc_processes.memory_gib * kGiBytes);
+    const std::vector<std::vector<unsigned>> by_gpu = c.sim->ProcProcessesByGpu();
+    for (unsigned pid : by_gpu[c.gpu]) list.push_back({pid, memory, kNoInstance, kNoInstance});
+    return list;
+  }
   if (n == 0) return list;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   if (g.mig.empty()) {
@@ -317,7 +327,7 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
   return OnDevice(device, Scope::kGpuOnly, [&](Call& c) {
     if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    *minor = c.gpu;
+    *minor = c.sim->Minor(c.gpu);
     return NVML_SUCCESS;
   });
 }

@@ -152,10 +152,14 @@ void ApplyWorkload(Workload& w, const YAML::Node& node, const std::string& where
 
 void ApplyGpuKeys(GpuConfig& gpu, const YAML::Node& node, const std::string& where, bool shorthand) {
   if (shorthand) {
-    CheckKeys(node, where, {"count", "overrides", "model", "workload", "power_limit_w", "ambient_c", "mig"});
+    CheckKeys(node, where,
+              {"count", "overrides", "model", "workload", "power_limit_w", "ambient_c", "mig", "minor"});
   } else {
-    CheckKeys(node, where, {"model", "workload", "power_limit_w", "ambient_c", "mig"});
+    CheckKeys(node, where, {"model", "workload", "power_limit_w", "ambient_c", "mig", "minor"});
   }
+  Opt(node, where, "minor", [&](const YAML::Node& n, const std::string& at) {
+    gpu.minor = static_cast<int>(Unsigned(n, at, 0, 255));
+  });
   Opt(node, where, "model", [&](const YAML::Node& n, const std::string& at) {
     const std::string key = String(n, at);
     gpu.model = FindGpuModel(key);
@@ -341,9 +345,9 @@ Fault ParseFault(const Scenario& s, const YAML::Node& node, const std::string& w
 }
 
 Scenario ParseDocument(const YAML::Node& root) {
-  CheckKeys(
-      root, "scenario",
-      {"seed", "driver_version", "nvml_version", "speed", "start_offset", "kernel_log", "gpus", "faults"});
+  CheckKeys(root, "scenario",
+            {"seed", "driver_version", "nvml_version", "speed", "start_offset", "kernel_log", "gpus",
+             "faults", "proc_processes"});
   Scenario s;
   Opt(root, "", "seed", [&](const YAML::Node& n, const std::string&) {
     if (!n.IsScalar()) Fail("seed", "expected an integer");
@@ -364,6 +368,22 @@ Scenario ParseDocument(const YAML::Node& root) {
   });
   Opt(root, "", "kernel_log",
       [&](const YAML::Node& n, const std::string&) { s.kernel_log = String(n, "kernel_log"); });
+  Opt(root, "", "proc_processes", [&](const YAML::Node& n, const std::string&) {
+    const std::string where = "proc_processes";
+    CheckKeys(n, where, {"marker", "memory_gib", "proc_root"});
+    s.proc_processes.enabled = true;
+    Opt(n, where, "marker", [&](const YAML::Node& v, const std::string& at) {
+      s.proc_processes.marker = String(v, at);
+      if (s.proc_processes.marker.empty() || s.proc_processes.marker.find('=') != std::string::npos) {
+        Fail(at, "expected a variable name");
+      }
+    });
+    Opt(n, where, "memory_gib", [&](const YAML::Node& v, const std::string& at) {
+      s.proc_processes.memory_gib = Number(v, at, 0, 1024);
+    });
+    Opt(n, where, "proc_root",
+        [&](const YAML::Node& v, const std::string& at) { s.proc_processes.proc_root = String(v, at); });
+  });
   if (!root["gpus"]) Fail("scenario", "gpus is required");
   ParseGpus(s, root["gpus"]);
   if (const YAML::Node faults = root["faults"]) {

@@ -56,6 +56,17 @@ struct GpuConfig {
   double power_limit_w = 0;  // 0 until parsed: defaults to the model's TDP
   double ambient_c = 30;
   std::vector<MigInstance> mig;  // empty: MIG disabled
+  int minor = -1;                // /dev/nvidiaN minor number; -1: the NVML index
+};
+
+// Real processes as GPU processes (`proc_processes`): the simulator scans /proc for processes whose
+// environment has `marker`=1 and reports each on the GPUs of its GPUSCOPE_SIM_GPUS, else its
+// CUDA_VISIBLE_DEVICES (NVML indices), with `memory_gib` each. A GPU without such a process is idle.
+struct ProcProcesses {
+  bool enabled = false;
+  std::string marker = "GPUSCOPE_SIM_GPU_PROCESS";
+  double memory_gib = 2;
+  std::string proc_root = "/proc";
 };
 
 enum class FaultKind {
@@ -98,6 +109,7 @@ struct Scenario {
   double speed = 1;
   double start_offset = 0;
   std::string kernel_log;  // file the XID lines are appended to; empty: none
+  ProcProcesses proc_processes;
   std::vector<GpuConfig> gpus;
   std::vector<Fault> faults;
 };

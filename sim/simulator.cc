@@ -70,6 +70,19 @@ Simulator::Simulator(Scenario scenario, TimeBase time)
     slots_.push_back(std::make_unique<GpuSlot>());
     slots_.back()->state = InitialState(scenario_, i);
   }
+  if (scenario_.proc_processes.enabled) {
+    idle_scenario_ = scenario_;
+    for (GpuConfig& g : idle_scenario_.gpus) {
+      g.workload = Workload{};
+      g.workload.power_intensity = 0;
+    }
+    for (unsigned i = 0; i < gpu_count(); ++i) {
+      idle_slots_.push_back(std::make_unique<GpuSlot>());
+      idle_slots_.back()->state = InitialState(idle_scenario_, i);
+    }
+    scanner_ = std::make_unique<ProcProcessScanner>(scenario_.proc_processes.proc_root,
+                                                    scenario_.proc_processes.marker, gpu_count());
+  }
   events_ = BuildEvents(scenario_);
   if (!scenario_.kernel_log.empty()) {
     for (const SimEvent& e : events_) {
@@ -94,11 +107,23 @@ double Simulator::Now() const {
 
 GpuState Simulator::StateAt(unsigned gpu, double t) {
   const int64_t tick = static_cast<int64_t>(std::floor(std::max(0.0, t) / kTickS + 1e-9));
-  GpuSlot& slot = *slots_[gpu];
+  const bool idle = scanner_ && scanner_->ProcessesByGpu()[gpu].empty();
+  const Scenario& scenario = idle ? idle_scenario_ : scenario_;
+  GpuSlot& slot = idle ? *idle_slots_[gpu] : *slots_[gpu];
   std::lock_guard lock(slot.mu);
-  if (slot.state.tick > tick) slot.state = InitialState(scenario_, gpu);  // asked for the past: replay
-  while (slot.state.tick < tick) Step(scenario_, gpu, slot.state);
+  if (slot.state.tick > tick) slot.state = InitialState(scenario, gpu);  // asked for the past: replay
+  while (slot.state.tick < tick) Step(scenario, gpu, slot.state);
   return slot.state;
+}
+
+std::vector<std::vector<unsigned>> Simulator::ProcProcessesByGpu() {
+  if (!scanner_) return std::vector<std::vector<unsigned>>(gpu_count());
+  return scanner_->ProcessesByGpu();
+}
+
+unsigned Simulator::Minor(unsigned gpu) const {
+  const int minor = scenario_.gpus[gpu].minor;
+  return minor >= 0 ? static_cast<unsigned>(minor) : gpu;
 }
 
 std::string Simulator::Uuid(unsigned gpu) const {

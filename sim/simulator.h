@@ -20,6 +20,7 @@
 
 #include "sim/faults.h"
 #include "sim/physics.h"
+#include "sim/proc_processes.h"
 #include "sim/scenario.h"
 
 namespace gpuscope::sim {
@@ -48,8 +49,15 @@ class Simulator {
   // Simulated seconds now.
   double Now() const;
 
-  // The state of a GPU at simulated time t (the last tick at or before t). Deterministic in t.
+  // The state of a GPU at simulated time t (the last tick at or before t). Deterministic in t. With
+  // proc_processes, a GPU without a marked process reports its idle twin instead: the same GPU with an
+  // idle workload, stepped alongside (deterministic in t too).
   GpuState StateAt(unsigned gpu, double t);
+
+  // proc_processes only: the real pids on each GPU (index -> sorted pids); empty lists otherwise.
+  std::vector<std::vector<unsigned>> ProcProcessesByGpu();
+  // The /dev/nvidiaN minor number of a GPU (the scenario's `minor`, default the index).
+  unsigned Minor(unsigned gpu) const;
 
   // Identities, deterministic from seed and index.
   std::string Uuid(unsigned gpu) const;
@@ -86,6 +94,9 @@ class Simulator {
   TimeBase time_;
   std::chrono::steady_clock::time_point start_;
   std::vector<std::unique_ptr<GpuSlot>> slots_;
+  Scenario idle_scenario_;                            // proc_processes: every workload idle
+  std::vector<std::unique_ptr<GpuSlot>> idle_slots_;  // proc_processes: the idle twins
+  std::unique_ptr<ProcProcessScanner> scanner_;
   std::vector<SimEvent> events_;
   std::atomic<bool> shut_down_{false};
 
