@@ -219,8 +219,8 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         {"link", "direction"}, "bytes");
   b.Add(F::kProcessMemoryBytes, "gpuscope_gpu_process_memory_bytes", G,
         "GPU memory used by each process running on the GPU (compute and graphics).",
-        "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v3", {"pid"},
-        "bytes");
+        "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v3",
+        {"pid", "GPU_I_ID"}, "bytes");
   b.Add(F::kProcesses, "gpuscope_gpu_processes", G, "Number of processes running on the GPU.",
         "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v3");
   b.Add(F::kMigInstanceInfo, "gpuscope_gpu_mig_instance_info", G,

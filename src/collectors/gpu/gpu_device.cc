@@ -590,16 +590,16 @@ void GpuDevice::ReadProcesses() {
     for (unsigned int i = 0; i < count && i < process_infos_.size(); ++i) {
       const nvmlProcessInfo_t& info = process_infos_[i];
       auto it = std::find_if(processes_.begin(), processes_.end(),
-                             [&](const auto& p) { return p.first == info.pid; });
+                             [&](const GpuProcessEntry& p) { return p.pid == info.pid; });
       // A process in both lists shows the same memory twice; keep one.
       unsigned long long bytes =
           info.usedGpuMemory == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
               ? 0
               : info.usedGpuMemory;
       if (it == processes_.end())
-        processes_.emplace_back(info.pid, bytes);
+        processes_.push_back({info.pid, bytes, info.gpuInstanceId});
       else
-        it->second = std::max(it->second, bytes);
+        it->bytes = std::max(it->bytes, bytes);
     }
   };
   read(GpuProbe::kComputeProcesses, [&](unsigned int* count, nvmlProcessInfo_t* infos) {
@@ -610,8 +610,11 @@ void GpuDevice::ReadProcesses() {
   });
   if (!any || lost_) return;
   Emit(GpuFamily::kProcesses, static_cast<double>(processes_.size()));
-  for (const auto& [pid, bytes] : processes_) {
-    EmitWith(GpuFamily::kProcessMemoryBytes, static_cast<double>(bytes), "pid", std::to_string(pid));
+  for (const GpuProcessEntry& p : processes_) {
+    // GPU_I_ID ties a process to its MIG instance (attribution keys "<gpu>.<GPU_I_ID>"); empty without MIG.
+    std::string instance = p.gpu_instance_id == kNoGpuInstance ? "" : std::to_string(p.gpu_instance_id);
+    EmitWith(GpuFamily::kProcessMemoryBytes, static_cast<double>(p.bytes), "pid", std::to_string(p.pid),
+             "GPU_I_ID", instance);
   }
 }
 

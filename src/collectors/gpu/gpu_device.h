@@ -172,7 +172,13 @@ class GpuDevice {
   // Reused buffers (no allocation per cycle once grown).
   std::vector<nvmlFieldValue_t> field_values_;
   std::vector<nvmlProcessInfo_t> process_infos_;
-  std::vector<std::pair<unsigned int, unsigned long long>> processes_;
+  struct GpuProcessEntry {
+    unsigned int pid = 0;
+    unsigned long long bytes = 0;
+    unsigned int gpu_instance_id = 0;
+  };
+  static constexpr unsigned int kNoGpuInstance = 0xFFFFFFFFu;  // NVML's value when MIG is off
+  std::vector<GpuProcessEntry> processes_;
   bool pcie_from_gpm_ = false;  // DCGM_FI_PROF_PCIE_* from GPM (Hopper+) rather than PCIe throughput
 };
 

@@ -141,19 +141,20 @@ void AppendFamily(const MetricFamily& family, ExpositionFormat format, std::stri
       continue;
     }
     out.append(family.name);
-    if (!sample.labels.empty()) {
-      out.push_back('{');
-      bool first = true;
-      for (const auto& [name, value] : sample.labels) {
-        if (!first) out.push_back(',');
-        first = false;
-        out.append(name);
-        out.append("=\"");
-        AppendEscaped(value, /*escape_quote=*/true, out);
-        out.push_back('"');
-      }
-      out.push_back('}');
+    // A label with an empty value is the same as no label to Prometheus, so it is not written: a family
+    // keeps one label set in the model (e.g. hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's
+    // where the value is absent.
+    bool first = true;
+    for (const auto& [name, value] : sample.labels) {
+      if (value.empty()) continue;
+      out.push_back(first ? '{' : ',');
+      first = false;
+      out.append(name);
+      out.append("=\"");
+      AppendEscaped(value, /*escape_quote=*/true, out);
+      out.push_back('"');
     }
+    if (!first) out.push_back('}');
     out.push_back(' ');
     AppendSampleValue(sample.value, out);
     out.push_back('\n');

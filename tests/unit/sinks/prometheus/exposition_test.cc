@@ -164,6 +164,14 @@ TEST(PrometheusExposition, UnknownTypeIsUntypedInTextFormatAndEmptyFamiliesAreOm
   EXPECT_EQ(Render({}, ExpositionFormat::kOpenMetrics100), "# EOF\n");
 }
 
+TEST(PrometheusExposition, LabelsWithEmptyValuesAreNotWrittenAsPrometheusTreatsThemAsAbsent) {
+  std::string text = Render({Family("m", MetricType::kGauge, "h",
+                                    {{{{"gpu", "0"}, {"hpc_job", ""}, {"GPU_I_ID", "1"}}, 1},
+                                     {{{"gpu", ""}, {"hpc_job", ""}}, 2}})},
+                            ExpositionFormat::kText004);
+  EXPECT_EQ(text, "# HELP m h\n# TYPE m gauge\nm{gpu=\"0\",GPU_I_ID=\"1\"} 1\nm 2\n");
+}
+
 TEST(PrometheusExposition, ContentTypesNameTheFormatVersions) {
   EXPECT_EQ(ExpositionContentType(ExpositionFormat::kText004), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_EQ(ExpositionContentType(ExpositionFormat::kOpenMetrics100),
