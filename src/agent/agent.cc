@@ -8,6 +8,10 @@
 
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
+#include "src/attribution/job_table.h"
+#include "src/attribution/mapping_dir_source.h"
+#include "src/attribution/slurm_job_source.h"
+#include "src/attribution/sources_collector.h"
 #include "src/core/log.h"
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
@@ -20,9 +24,15 @@ namespace {
 
 int PrintMetricsDocs(const AgentConfig& config) {
   std::vector<CollectorDocs> docs;
+  JobTable jobs;
+  CollectorContext context{&jobs};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
-    docs.push_back({entry.name, entry.help, entry.create(config)->Describe()});
+    docs.push_back({entry.name, entry.help, entry.create(config, context)->Describe()});
   }
+  MappingDirSource mapping("/nonexistent", &jobs);
+  SlurmJobSource slurm(SlurmJobSourceOptions{}, &jobs);
+  docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
+                  AttributionSourcesCollector(&mapping, &slurm).Describe()});
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
   docs.push_back({"prometheus_endpoint", "The /metrics endpoint's own requests and renders (always on)",
@@ -39,12 +49,45 @@ int RunAgent(const AgentConfig& config) {
   SetLogFormat(config.log_format);
   if (config.print_metrics_docs) return PrintMetricsDocs(config);
 
+  // Attribution: the JobTable and its long-running sources, started before the first GPU cycle.
+  JobTable jobs;
+  std::unique_ptr<MappingDirSource> mapping;
+  if (!config.hpc_job_mapping_dir.empty()) {
+    MappingDirOptions options;
+    ParseMappingFormatOption(config.mapping_format, &options.format);
+    mapping = std::make_unique<MappingDirSource>(config.hpc_job_mapping_dir, &jobs, options);
+    Status status = Status::Ok();
+    if (config.once) {
+      mapping->ScanNow();  // one synchronous scan: --once must see the mappings in its only cycles
+    } else {
+      status = mapping->Start();
+    }
+    if (!status.ok()) {
+      Log(LogLevel::kWarn, "mapping directory not watched",
+          {{"dir", config.hpc_job_mapping_dir}, {"error", status.ToString()}});
+    }
+  }
+  std::unique_ptr<SlurmJobSource> slurm;
+  if (config.attribution_slurm) {
+    SlurmJobSourceOptions options;
+    options.scontrol_path = config.scontrol;
+    options.interval = config.slurm_interval;
+    options.timeout = config.slurm_timeout;
+    slurm = std::make_unique<SlurmJobSource>(options, &jobs);
+    slurm->Start();
+  }
+
   SnapshotStore store;
   Scheduler scheduler(&store);
+  CollectorContext context{&jobs};
+  if (mapping || slurm) {
+    scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),
+                  std::chrono::seconds(5));
+  }
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
-    scheduler.Add(entry.create(config), settings.interval);
+    scheduler.Add(entry.create(config, context), settings.interval);
     Log(LogLevel::kInfo, "collector enabled",
         {{"collector", entry.name}, {"interval_ms", std::to_string(settings.interval.count())}});
   }
@@ -56,6 +99,8 @@ int RunAgent(const AgentConfig& config) {
     std::this_thread::sleep_for(
         std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval, std::chrono::seconds(1)));
     scheduler.RunOnce();
+    if (slurm) slurm->Stop();
+    if (mapping) mapping->Stop();
     std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return scheduler.Health().healthy ? 0 : 1;
@@ -99,6 +144,8 @@ int RunAgent(const AgentConfig& config) {
   Log(LogLevel::kInfo, "shutting down", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
   endpoint->Stop();
   scheduler.Stop();
+  if (slurm) slurm->Stop();
+  if (mapping) mapping->Stop();
   Log(LogLevel::kInfo, "stopped");
   return 0;
 }

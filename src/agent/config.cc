@@ -102,6 +102,31 @@ Status ApplyGpu(const YAML::Node& gpu, AgentConfig* config) {
   });
 }
 
+Status ApplyAttribution(const YAML::Node& node, AgentConfig* config) {
+  return ForEachKey(node, "attribution", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "hpc_job_mapping_dir") {
+      return ReadString(value, "attribution.hpc_job_mapping_dir", &config->hpc_job_mapping_dir);
+    }
+    if (key == "mapping_format")
+      return ReadString(value, "attribution.mapping_format", &config->mapping_format);
+    if (key == "hpc_job_label") return ReadBool(value, "attribution.hpc_job_label", &config->hpc_job_label);
+    if (key == "proc") return ReadBool(value, "attribution.proc", &config->attribution_proc);
+    if (key == "device_map_file")
+      return ReadString(value, "attribution.device_map_file", &config->device_map_file);
+    if (key == "slurm") {
+      return ForEachKey(value, "attribution.slurm", [&](const std::string& k, const YAML::Node& v) {
+        if (k == "enabled") return ReadBool(v, "attribution.slurm.enabled", &config->attribution_slurm);
+        if (k == "scontrol") return ReadString(v, "attribution.slurm.scontrol", &config->scontrol);
+        if (k == "interval")
+          return ReadDurationNode(v, "attribution.slurm.interval", &config->slurm_interval);
+        if (k == "timeout") return ReadDurationNode(v, "attribution.slurm.timeout", &config->slurm_timeout);
+        return Unknown("attribution.slurm", k);
+      });
+    }
+    return Unknown("attribution", key);
+  });
+}
+
 Status ApplyLog(const YAML::Node& log, AgentConfig* config) {
   return ForEachKey(log, "log", [&](const std::string& key, const YAML::Node& value) {
     if (key == "level") return ReadString(value, "log.level", &config->log_level);
@@ -144,6 +169,15 @@ constexpr FlagSpec kFlags[] = {
     {"nvml.call-deadline", "A GPU whose collection takes longer is reported down (default 2s).", true},
     {"gpu.dcgm-compat", "dcgm-exporter names and units: 3 (default) or 4.9.", true},
     {"gpu.hostname", "Value of the Hostname label (default: this host's name).", true},
+    {"hpc-job-mapping-dir", "Directory of the prolog's job mapping files (dcgm-exporter's option).", true},
+    {"attribution.mapping-format", "Mapping file format: auto (default), dcgm, jobstats, amd.", true},
+    {"attribution.hpc-job-label", "Add hpc_job to GPU series (default true; =false: join series only).",
+     false},
+    {"attribution.proc", "Attribute GPU processes to jobs through /proc (default true).", false},
+    {"attribution.device-map-file", "Where to write the minor->NVML index map for the prolog.", true},
+    {"attribution.slurm", "Ask scontrol for job details the node cannot know (default false).", false},
+    {"attribution.slurm.scontrol", "scontrol binary (default scontrol).", true},
+    {"attribution.slurm.interval", "How often to ask scontrol (default 30s).", true},
     {"log.level", "debug, info, warn or error (default info).", true},
     {"log.format", "logfmt or json (default logfmt).", true},
     {"once", "Collect once, print the exposition to stdout and exit.", false},
@@ -256,6 +290,7 @@ Status ApplyConfigYaml(std::string_view yaml, AgentConfig* config) {
       if (key == "nvml") return ApplyNvml(value, config);
       if (key == "gpu") return ApplyGpu(value, config);
       if (key == "log") return ApplyLog(value, config);
+      if (key == "attribution") return ApplyAttribution(value, config);
       if (key == "collectors") return ApplyCollectors(value, config);
       return Unknown("the top level", key);
     });
@@ -348,6 +383,10 @@ Status ValidateConfig(const AgentConfig& config) {
   if (config.log_level != "debug" && config.log_level != "info" && config.log_level != "warn" &&
       config.log_level != "error") {
     return Status::InvalidArgument("log.level must be debug, info, warn or error");
+  }
+  if (config.mapping_format != "auto" && config.mapping_format != "dcgm" &&
+      config.mapping_format != "jobstats" && config.mapping_format != "amd") {
+    return Status::InvalidArgument("attribution.mapping_format must be auto, dcgm, jobstats or amd");
   }
   if (config.log_format != "logfmt" && config.log_format != "json") {
     return Status::InvalidArgument("log.format must be logfmt or json");

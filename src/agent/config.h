@@ -42,6 +42,17 @@ struct AgentConfig {
   std::string dcgm_compat = "3";  // "3": dcgm-exporter 3.x names and units; "4.9": 4.9's
   std::string hostname;           // empty: gethostname()
 
+  // attribution (tie GPU series to jobs)
+  std::string hpc_job_mapping_dir;      // dcgm-exporter's --hpc-job-mapping-dir; empty: no mapping files
+  std::string mapping_format = "auto";  // auto, dcgm, jobstats, amd (gpuscope's records are always read)
+  bool hpc_job_label = true;            // hpc_job on GPU series (off: only the join series)
+  bool attribution_proc = true;         // GPU processes -> /proc cgroup and environ -> job
+  std::string device_map_file;          // for the prolog; default /run/gpuscope/devices with a mapping dir
+  bool attribution_slurm = false;       // ask scontrol for what the node cannot know
+  std::string scontrol = "scontrol";
+  std::chrono::milliseconds slurm_interval{30000};
+  std::chrono::milliseconds slurm_timeout{5000};
+
   // Keyed by collector name; filled with every registered collector's defaults before parsing.
   std::map<std::string, CollectorConfig, std::less<>> collectors;
 

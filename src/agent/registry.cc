@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "src/attribution/attributed_collector.h"
+#include "src/attribution/proc_resolver.h"
 #include "src/collectors/gpu/gpu_collector.h"
 #include "src/collectors/process/process_collector.h"
 
@@ -29,20 +31,30 @@ CollectorRegistry MakeBuiltins() {
   CollectorRegistry registry;
   Status status = registry.Register(
       {"gpu", "NVIDIA GPUs through NVML: dcgm-exporter's fields and more", true, std::chrono::seconds(1),
-       [](const AgentConfig& config) -> std::unique_ptr<Collector> {
+       [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
          GpuCollectorOptions options;
          options.nvml_library = config.nvml_library;
          options.call_deadline = config.nvml_call_deadline;
          if (!config.hostname.empty()) options.hostname = config.hostname;
          options.dcgm_compat = config.dcgm_compat == "4.9" ? DcgmCompat::kDcgm49 : DcgmCompat::kDcgm3;
-         return std::make_unique<GpuCollector>(options);
+         // Every GPU series is tied to its job by the attribution layer wrapped around the collector.
+         std::unique_ptr<ProcResolver> resolver;
+         if (config.attribution_proc) resolver = std::make_unique<ProcResolver>(config.procfs);
+         AttributionOptions attribution;
+         attribution.hpc_job_label = config.hpc_job_label;
+         attribution.device_map_file = config.device_map_file;
+         if (attribution.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
+           attribution.device_map_file = "/run/gpuscope/devices";
+         }
+         return std::make_unique<AttributedCollector>(std::make_unique<GpuCollector>(options), context.jobs,
+                                                      std::move(resolver), attribution);
        }});
   if (status.ok()) {
-    status =
-        registry.Register({"process", "the agent's own CPU, memory and file descriptors", true,
-                           std::chrono::seconds(5), [](const AgentConfig&) -> std::unique_ptr<Collector> {
-                             return std::make_unique<ProcessCollector>();
-                           }});
+    status = registry.Register(
+        {"process", "the agent's own CPU, memory and file descriptors", true, std::chrono::seconds(5),
+         [](const AgentConfig&, const CollectorContext&) -> std::unique_ptr<Collector> {
+           return std::make_unique<ProcessCollector>();
+         }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error
   return registry;

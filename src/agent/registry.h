@@ -17,13 +17,20 @@
 
 namespace gpuscope {
 
+class JobTable;
+
+// What the agent shares with the collectors it creates.
+struct CollectorContext {
+  JobTable* jobs = nullptr;  // attribution: never null when created by the agent
+};
+
 struct CollectorEntry {
   std::string name;
   std::string help;
   bool enabled_by_default = true;
   std::chrono::milliseconds default_interval{1000};
   // Must do no I/O: the docs generator creates every collector only to call Describe().
-  std::function<std::unique_ptr<Collector>(const AgentConfig&)> create;
+  std::function<std::unique_ptr<Collector>(const AgentConfig&, const CollectorContext&)> create;
 };
 
 class CollectorRegistry {

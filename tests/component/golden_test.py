@@ -34,7 +34,9 @@ def render(scenario, seconds, extra=()):
     env = dict(os.environ, GPUSCOPE_SIM_SCENARIO=os.path.join(SCENARIOS, scenario + ".yaml"),
                GPUSCOPE_SIM_TIME=str(seconds))
     result = subprocess.run([AGENT, "--once", "--nvml.library", SIM, "--gpu.hostname", "sim-node",
-                             "--log.level", "warn", *extra],
+                             "--log.level", "warn",
+                             # The simulator's pids are not processes of this machine: never look them up.
+                             "--attribution.proc=false", *extra],
                             env=env, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         raise AssertionError(f"agent --once failed ({result.returncode}): {result.stderr}")
