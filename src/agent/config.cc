@@ -193,15 +193,37 @@ std::optional<bool> ParseBoolText(std::string_view text) {
 }
 
 Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* config) {
-  if (name == "config")
-    config->config_file = value;
-  else if (name == "web.listen-address")
-    config->listen_address = value;
-  else if (name == "web.telemetry-path")
-    config->telemetry_path = value;
-  else if (name == "web.config.file")
-    config->web_config_file = value;
-  else if (name == "web.max-connections") {
+  // Plain string settings, by flag name.
+  const std::pair<std::string_view, std::string*> strings[] = {
+      {"config", &config->config_file},
+      {"web.listen-address", &config->listen_address},
+      {"web.telemetry-path", &config->telemetry_path},
+      {"web.config.file", &config->web_config_file},
+      {"path.procfs", &config->procfs},
+      {"path.sysfs", &config->sysfs},
+      {"nvml.library", &config->nvml_library},
+      {"gpu.dcgm-compat", &config->dcgm_compat},
+      {"gpu.hostname", &config->hostname},
+      {"hpc-job-mapping-dir", &config->hpc_job_mapping_dir},
+      {"attribution.mapping-format", &config->mapping_format},
+      {"attribution.device-map-file", &config->device_map_file},
+      {"attribution.slurm.scontrol", &config->scontrol},
+      {"log.level", &config->log_level},
+      {"log.format", &config->log_format},
+  };
+  for (const auto& [flag, target] : strings) {
+    if (name == flag) {
+      *target = value;
+      return Status::Ok();
+    }
+  }
+  if (name == "nvml.call-deadline") {
+    return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
+  }
+  if (name == "attribution.slurm.interval") {
+    return ReadDuration(value, "--attribution.slurm.interval", &config->slurm_interval);
+  }
+  if (name == "web.max-connections") {
     try {
       size_t used = 0;
       config->max_connections = std::stoi(value, &used);
@@ -209,35 +231,29 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
     } catch (const std::exception&) {
       return Status::InvalidArgument("--web.max-connections: expected an integer, got '" + value + "'");
     }
-  } else if (name == "path.procfs")
-    config->procfs = value;
-  else if (name == "path.sysfs")
-    config->sysfs = value;
-  else if (name == "nvml.library")
-    config->nvml_library = value;
-  else if (name == "nvml.call-deadline")
-    return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
-  else if (name == "gpu.dcgm-compat")
-    config->dcgm_compat = value;
-  else if (name == "gpu.hostname")
-    config->hostname = value;
-  else if (name == "log.level")
-    config->log_level = value;
-  else if (name == "log.format")
-    config->log_format = value;
-  return Status::Ok();
+    return Status::Ok();
+  }
+  // kFlags and this function list the same names; a flag in one but not the other is a programming error.
+  return Status::Internal("flag --" + std::string(name) + " has no handler");
 }
 
 Status ApplyBoolFlag(std::string_view name, bool value, AgentConfig* config) {
-  if (name == "once")
-    config->once = value;
-  else if (name == "print-metrics-docs")
-    config->print_metrics_docs = value;
-  else if (name == "version")
-    config->show_version = value;
-  else if (name == "help")
-    config->show_help = value;
-  return Status::Ok();
+  const std::pair<std::string_view, bool*> bools[] = {
+      {"once", &config->once},
+      {"print-metrics-docs", &config->print_metrics_docs},
+      {"version", &config->show_version},
+      {"help", &config->show_help},
+      {"attribution.hpc-job-label", &config->hpc_job_label},
+      {"attribution.proc", &config->attribution_proc},
+      {"attribution.slurm", &config->attribution_slurm},
+  };
+  for (const auto& [flag, target] : bools) {
+    if (name == flag) {
+      *target = value;
+      return Status::Ok();
+    }
+  }
+  return Status::Internal("flag --" + std::string(name) + " has no handler");
 }
 
 // --collector.NAME, --no-collector.NAME, --collector.NAME.interval=DUR

@@ -10,3 +10,11 @@ if(SLURMCTLD_BIN AND SLURMD_BIN AND MUNGED_BIN)
 else()
   message(WARNING "slurmctld/slurmd/munged not found: the Slurm integration tests are not registered")
 endif()
+
+# The attribution layer end to end on that Slurm: prolog/epilog, mapping files, /proc, scontrol.
+if(SLURMCTLD_BIN AND SLURMD_BIN AND MUNGED_BIN)
+  add_test(NAME integration_slurm_attribution
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/slurm_attribution_test.py
+                   $<TARGET_FILE:gpuscope-agent> ${CMAKE_BINARY_DIR}/sim/libnvidia-ml.so.1 ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integration_slurm_attribution PROPERTIES LABELS integration TIMEOUT 600 RUN_SERIAL TRUE)
+endif()

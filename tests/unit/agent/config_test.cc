@@ -90,6 +90,85 @@ TEST(AgentConfig, FlagsInBothSpellingsAndCollectorSwitches) {
   EXPECT_TRUE(config.collectors.at("process").enabled);
 }
 
+TEST(AgentConfig, AttributionFlagsAndYaml) {
+  AgentConfig config = Defaults();
+  EXPECT_TRUE(config.hpc_job_label);
+  EXPECT_TRUE(config.attribution_proc);
+  EXPECT_FALSE(config.attribution_slurm);
+  Status status =
+      ApplyFlags({"--hpc-job-mapping-dir", "/run/gpuscope/jobs", "--attribution.device-map-file=/d",
+                  "--attribution.hpc-job-label=false", "--attribution.proc=false", "--attribution.slurm",
+                  "--attribution.slurm.scontrol=/opt/slurm/bin/scontrol", "--attribution.slurm.interval=10s",
+                  "--attribution.mapping-format=jobstats"},
+                 &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.hpc_job_mapping_dir, "/run/gpuscope/jobs");
+  EXPECT_EQ(config.device_map_file, "/d");
+  EXPECT_FALSE(config.hpc_job_label);
+  EXPECT_FALSE(config.attribution_proc);
+  EXPECT_TRUE(config.attribution_slurm);
+  EXPECT_EQ(config.scontrol, "/opt/slurm/bin/scontrol");
+  EXPECT_EQ(config.slurm_interval, std::chrono::seconds(10));
+  EXPECT_EQ(config.mapping_format, "jobstats");
+  EXPECT_TRUE(ValidateConfig(config).ok());
+
+  AgentConfig yaml = Defaults();
+  status = ApplyConfigYaml(R"(
+attribution:
+  hpc_job_mapping_dir: /m
+  hpc_job_label: false
+  device_map_file: /dm
+  slurm: {enabled: true, interval: 1m, timeout: 2s, scontrol: /s}
+)",
+                           &yaml);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(yaml.hpc_job_mapping_dir, "/m");
+  EXPECT_EQ(yaml.device_map_file, "/dm");
+  EXPECT_FALSE(yaml.hpc_job_label);
+  EXPECT_TRUE(yaml.attribution_slurm);
+  EXPECT_EQ(yaml.slurm_interval, std::chrono::minutes(1));
+  EXPECT_EQ(yaml.slurm_timeout, std::chrono::seconds(2));
+  EXPECT_THAT(ApplyConfigYaml("attribution: {slurm: {enable: true}}", &yaml).message(), HasSubstr("enable"));
+  yaml.mapping_format = "csv";
+  EXPECT_THAT(ValidateConfig(yaml).message(), HasSubstr("mapping_format"));
+}
+
+TEST(AgentConfig, EveryListedFlagHasAHandler) {
+  // Each flag of --help must be accepted (a value where it takes one).
+  std::string help = FlagsHelp(Defaults());
+  for (std::string_view flag : {"--config=/x",
+                                "--web.listen-address=:1",
+                                "--web.telemetry-path=/m",
+                                "--web.config.file=/w",
+                                "--web.max-connections=3",
+                                "--path.procfs=/p",
+                                "--path.sysfs=/s",
+                                "--nvml.library=/n",
+                                "--nvml.call-deadline=1s",
+                                "--gpu.dcgm-compat=4.9",
+                                "--gpu.hostname=h",
+                                "--hpc-job-mapping-dir=/j",
+                                "--attribution.mapping-format=amd",
+                                "--attribution.hpc-job-label",
+                                "--attribution.proc",
+                                "--attribution.device-map-file=/d",
+                                "--attribution.slurm",
+                                "--attribution.slurm.scontrol=/s",
+                                "--attribution.slurm.interval=1s",
+                                "--log.level=warn",
+                                "--log.format=json",
+                                "--once",
+                                "--print-metrics-docs",
+                                "--version",
+                                "--help"}) {
+    AgentConfig config = Defaults();
+    std::string name(
+        flag.substr(2, flag.find('=') == std::string_view::npos ? flag.npos : flag.find('=') - 2));
+    EXPECT_THAT(help, HasSubstr("--" + name)) << name;
+    EXPECT_TRUE(ApplyFlags({std::string(flag)}, &config).ok()) << flag;
+  }
+}
+
 TEST(AgentConfig, BadFlagsAreErrors) {
   AgentConfig config = Defaults();
   EXPECT_THAT(ApplyFlags({"--web.listen"}, &config).message(), HasSubstr("unknown flag"));
