@@ -12,6 +12,7 @@
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
 #include "src/attribution/sources_collector.h"
+#include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
@@ -25,7 +26,8 @@ namespace {
 int PrintMetricsDocs(const AgentConfig& config) {
   std::vector<CollectorDocs> docs;
   JobTable jobs;
-  CollectorContext context{&jobs};
+  GpuProcessTable gpu_processes;
+  CollectorContext context{&jobs, &gpu_processes};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     docs.push_back({entry.name, entry.help, entry.create(config, context)->Describe()});
   }
@@ -77,9 +79,10 @@ int RunAgent(const AgentConfig& config) {
     slurm->Start();
   }
 
+  GpuProcessTable gpu_processes;
   SnapshotStore store;
   Scheduler scheduler(&store);
-  CollectorContext context{&jobs};
+  CollectorContext context{&jobs, &gpu_processes};
   if (mapping || slurm) {
     scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),
                   std::chrono::seconds(5));

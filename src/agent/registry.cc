@@ -43,6 +43,7 @@ CollectorRegistry MakeBuiltins() {
          AttributionOptions attribution;
          attribution.hpc_job_label = config.hpc_job_label;
          attribution.device_map_file = config.device_map_file;
+         attribution.processes = context.gpu_processes;
          if (attribution.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
            attribution.device_map_file = "/run/gpuscope/devices";
          }

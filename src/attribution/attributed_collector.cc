@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "src/attribution/proc_resolver.h"
+#include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
 
 namespace gpuscope {
@@ -248,6 +249,17 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   MetricFamily jobs = Empty(kJobs);
   jobs.samples.push_back({{}, static_cast<double>(allocated_jobs.size())});
 
+  if (options_.processes != nullptr) {
+    std::vector<GpuProcessRef> refs;
+    refs.reserve(processes.size());
+    for (const GpuProcess& p : processes) {
+      std::string gpu = p.gpu.substr(0, p.gpu.find('.'));
+      auto it = identity.find(gpu);
+      std::string bus = it == identity.end() ? "" : std::string(LabelValue(*it->second, "pci_bus_id"));
+      refs.push_back({gpu, std::move(bus), p.pid, resolver_ ? resolver_->JobOf(p.pid) : std::string()});
+    }
+    options_.processes->Update(std::move(refs));
+  }
   if (!options_.device_map_file.empty()) WriteDeviceMap(families);
   for (MetricFamily& family : families) out.push_back(std::move(family));
   out.push_back(std::move(job_info));

@@ -23,9 +23,12 @@ namespace gpuscope {
 
 class ProcResolver;
 
+class GpuProcessTable;
+
 struct AttributionOptions {
   bool hpc_job_label = true;    // add hpc_job to GPU series (off: only the join series, for cardinality)
   std::string device_map_file;  // "nvml_index minor pci_bus_id uuid" lines for the prolog; empty: none
+  GpuProcessTable* processes = nullptr;  // when set, receives each cycle's GPU processes with their jobs
 };
 
 class AttributedCollector : public Collector {
