@@ -20,6 +20,10 @@ packages=(
   libcrypt-dev             # bcrypt verification of basic-auth users (libxcrypt)
   prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
   prometheus-node-exporter # peer in the side-by-side benchmark
+  munge                    # Slurm's authentication, for the real-Slurm integration tests
+  slurmctld                # Slurm controller: attribution and scheduler-collector integration tests
+  slurmd                   # Slurm node daemon: runs the test jobs and our prolog/epilog
+  slurm-client             # sbatch, squeue, sinfo, scontrol, sdiag, sshare (tests and the collectors)
   wrk                      # HTTP load generator for the endpoint benchmark
   curl                     # scraping in scripts and the demo
   apache2-utils            # htpasswd: bcrypt hashes for the basic-auth test fixtures
