@@ -127,6 +127,17 @@ Status ApplyAttribution(const YAML::Node& node, AgentConfig* config) {
   });
 }
 
+Status ApplySlurm(const YAML::Node& node, AgentConfig* config) {
+  return ForEachKey(node, "slurm", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "bin_dir") return ReadString(value, "slurm.bin_dir", &config->slurm_bin_dir);
+    if (key == "command_timeout") {
+      return ReadDurationNode(value, "slurm.command_timeout", &config->slurm_command_timeout);
+    }
+    if (key == "include_user") return ReadBool(value, "slurm.include_user", &config->slurm_include_user);
+    return Unknown("slurm", key);
+  });
+}
+
 Status ApplyLog(const YAML::Node& log, AgentConfig* config) {
   return ForEachKey(log, "log", [&](const std::string& key, const YAML::Node& value) {
     if (key == "level") return ReadString(value, "log.level", &config->log_level);
@@ -178,6 +189,11 @@ constexpr FlagSpec kFlags[] = {
     {"attribution.slurm", "Ask scontrol for job details the node cannot know (default false).", false},
     {"attribution.slurm.scontrol", "scontrol binary (default scontrol).", true},
     {"attribution.slurm.interval", "How often to ask scontrol (default 30s).", true},
+    {"slurm.bin-dir", "Directory of squeue/sinfo/sdiag/sshare for the slurm collector (default: PATH).",
+     true},
+    {"slurm.command-timeout", "Hard limit for each Slurm command of the slurm collector (default 15s).",
+     true},
+    {"slurm.include-user", "user label on the slurm collector's job counts (default true).", false},
     {"log.level", "debug, info, warn or error (default info).", true},
     {"log.format", "logfmt or json (default logfmt).", true},
     {"once", "Collect once, print the exposition to stdout and exit.", false},
@@ -208,6 +224,7 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
       {"attribution.mapping-format", &config->mapping_format},
       {"attribution.device-map-file", &config->device_map_file},
       {"attribution.slurm.scontrol", &config->scontrol},
+      {"slurm.bin-dir", &config->slurm_bin_dir},
       {"log.level", &config->log_level},
       {"log.format", &config->log_format},
   };
@@ -219,6 +236,9 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
   }
   if (name == "nvml.call-deadline") {
     return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
+  }
+  if (name == "slurm.command-timeout") {
+    return ReadDuration(value, "--slurm.command-timeout", &config->slurm_command_timeout);
   }
   if (name == "attribution.slurm.interval") {
     return ReadDuration(value, "--attribution.slurm.interval", &config->slurm_interval);
@@ -246,6 +266,7 @@ Status ApplyBoolFlag(std::string_view name, bool value, AgentConfig* config) {
       {"attribution.hpc-job-label", &config->hpc_job_label},
       {"attribution.proc", &config->attribution_proc},
       {"attribution.slurm", &config->attribution_slurm},
+      {"slurm.include-user", &config->slurm_include_user},
   };
   for (const auto& [flag, target] : bools) {
     if (name == flag) {
@@ -307,6 +328,7 @@ Status ApplyConfigYaml(std::string_view yaml, AgentConfig* config) {
       if (key == "gpu") return ApplyGpu(value, config);
       if (key == "log") return ApplyLog(value, config);
       if (key == "attribution") return ApplyAttribution(value, config);
+      if (key == "slurm") return ApplySlurm(value, config);
       if (key == "collectors") return ApplyCollectors(value, config);
       return Unknown("the top level", key);
     });

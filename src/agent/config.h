@@ -53,6 +53,11 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_interval{30000};
   std::chrono::milliseconds slurm_timeout{5000};
 
+  // slurm scheduler collector (off by default: one node per cluster runs it)
+  std::string slurm_bin_dir;  // where squeue/sinfo/sdiag/sshare are; empty: PATH
+  std::chrono::milliseconds slurm_command_timeout{15000};
+  bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
+
   // Keyed by collector name; filled with every registered collector's defaults before parsing.
   std::map<std::string, CollectorConfig, std::less<>> collectors;
 

@@ -5,7 +5,10 @@
 #include "src/attribution/attributed_collector.h"
 #include "src/attribution/proc_resolver.h"
 #include "src/collectors/gpu/gpu_collector.h"
+#include "src/collectors/host/host_collector.h"
+#include "src/collectors/infiniband/infiniband_collector.h"
 #include "src/collectors/process/process_collector.h"
+#include "src/collectors/slurm/slurm_scheduler_collector.h"
 
 namespace gpuscope {
 
@@ -55,6 +58,49 @@ CollectorRegistry MakeBuiltins() {
         {"process", "the agent's own CPU, memory and file descriptors", true, std::chrono::seconds(5),
          [](const AgentConfig&, const CollectorContext&) -> std::unique_ptr<Collector> {
            return std::make_unique<ProcessCollector>();
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"infiniband",
+         "InfiniBand and RoCE ports from sysfs: counters, driver hw_counters, link, GPU affinity", true,
+         std::chrono::seconds(15),
+         [](const AgentConfig& config, const CollectorContext&) -> std::unique_ptr<Collector> {
+           InfinibandCollectorOptions options;
+           options.sysfs = config.sysfs;
+           return std::make_unique<InfinibandCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"host",
+         "Host topology for GPU work: NUMA and PCIe links of each GPU, misplaced pinning, memory pressure",
+         true, std::chrono::seconds(15),
+         [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
+           HostCollectorOptions options;
+           options.sysfs = config.sysfs;
+           options.procfs = config.procfs;
+           options.gpu_processes = context.gpu_processes;
+           return std::make_unique<HostCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"slurm",
+         "The Slurm scheduler: jobs, pending reasons, GPUs per partition and node, node states, sdiag, "
+         "fairshare (enable on one node per cluster)",
+         false, std::chrono::seconds(30),
+         [](const AgentConfig& config, const CollectorContext&) -> std::unique_ptr<Collector> {
+           SlurmSchedulerOptions options;
+           if (!config.slurm_bin_dir.empty()) {
+             options.squeue_path = config.slurm_bin_dir + "/squeue";
+             options.sinfo_path = config.slurm_bin_dir + "/sinfo";
+             options.sdiag_path = config.slurm_bin_dir + "/sdiag";
+             options.sshare_path = config.slurm_bin_dir + "/sshare";
+           }
+           options.timeout = config.slurm_command_timeout;
+           options.include_user = config.slurm_include_user;
+           return std::make_unique<SlurmSchedulerCollector>(options);
          }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error

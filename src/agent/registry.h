@@ -22,7 +22,7 @@ class GpuProcessTable;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
-  JobTable* jobs = nullptr;                 // attribution: never null when created by the agent
+  JobTable* jobs = nullptr;                  // attribution: never null when created by the agent
   GpuProcessTable* gpu_processes = nullptr;  // the GPU cycle's processes, for collectors that need them
 };
 

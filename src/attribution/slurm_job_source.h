@@ -27,6 +27,7 @@
 #include "src/core/metric.h"
 #include "src/core/status.h"
 #include "src/parsers/scontrol_job.h"
+#include "src/platform/command.h"  // RunCommandWithTimeout, CommandResult
 
 namespace gpuscope {
 
@@ -38,18 +39,6 @@ struct SlurmJobSourceOptions {
   std::chrono::milliseconds forget_after{300000};      // cached job unallocated this long: dropped
   size_t max_output_bytes = 64 << 20;                  // larger output: the query fails
 };
-
-// The result of running a command with a hard timeout (exposed for tests of the runner).
-struct CommandResult {
-  Status status;       // Ok on exit 0; DeadlineExceeded on timeout; Unavailable otherwise
-  std::string output;  // stdout
-  std::string error;   // first 4 KiB of stderr
-};
-// Runs argv[0] (PATH lookup when it has no '/') with argv, stdin /dev/null, in its own process group;
-// past `timeout` kills the group with SIGKILL and reaps the child. Never blocks longer than timeout plus
-// the reaping of a killed child.
-CommandResult RunCommandWithTimeout(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                                    size_t max_output_bytes);
 
 class SlurmJobSource {
  public:

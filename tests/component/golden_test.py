@@ -36,7 +36,9 @@ def render(scenario, seconds, extra=()):
     result = subprocess.run([AGENT, "--once", "--nvml.library", SIM, "--gpu.hostname", "sim-node",
                              "--log.level", "warn",
                              # The simulator's pids are not processes of this machine: never look them up.
-                             "--attribution.proc=false", *extra],
+                             "--attribution.proc=false",
+                             # The host's own sysfs is not part of a scenario.
+                             "--no-collector.host", "--no-collector.infiniband", *extra],
                             env=env, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         raise AssertionError(f"agent --once failed ({result.returncode}): {result.stderr}")
