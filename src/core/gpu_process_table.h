@@ -18,7 +18,7 @@ struct GpuProcessRef {
   std::string gpu;         // NVML index ("3"), as the gpu label
   std::string pci_bus_id;  // "00000000:18:00.0", as the pci_bus_id label
   uint32_t pid = 0;
-  std::string hpc_job;     // empty when the process belongs to no known job
+  std::string hpc_job;  // empty when the process belongs to no known job
 };
 
 class GpuProcessTable {
@@ -35,7 +35,8 @@ class GpuProcessTable {
 
  private:
   mutable std::mutex mu_;
-  std::shared_ptr<const std::vector<GpuProcessRef>> current_ = std::make_shared<const std::vector<GpuProcessRef>>();
+  std::shared_ptr<const std::vector<GpuProcessRef>> current_ =
+      std::make_shared<const std::vector<GpuProcessRef>>();
 };
 
 }  // namespace gpuscope
