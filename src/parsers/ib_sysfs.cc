@@ -3,28 +3,15 @@
 #include <charconv>
 #include <cstdio>
 
+#include "src/parsers/text.h"
+
 namespace gpuscope {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Parses all of `s` as an unsigned decimal number of type T.
-template <typename T>
-std::optional<T> ParseWhole(std::string_view s, int base = 10) {
-  if (s.empty()) return std::nullopt;
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
+using text::IsDigit;
+using text::IsHexDigit;
+using text::ParseWhole;
+using text::Trim;
 
 }  // namespace
 
