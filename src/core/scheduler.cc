@@ -5,6 +5,10 @@
 
 #include "src/core/log.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace gpuscope {
 namespace {
 
@@ -102,6 +106,11 @@ void Scheduler::RunCycle(Slot* slot) {
     }
   }
   PublishSelfMetrics();
+#if defined(__GLIBC__)
+  // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
+  // memory reflects what the agent holds, not its high-water mark (costs ~0.1 ms per cycle).
+  malloc_trim(0);
+#endif
   cv_.notify_all();
 }
 
