@@ -18,6 +18,7 @@ packages=(
   libssl-dev               # TLS for the /metrics endpoint (exporter-toolkit web config)
   zlib1g-dev               # gzip responses
   libcrypt-dev             # bcrypt verification of basic-auth users (libxcrypt)
+  libsnappy-dev            # snappy block compression of Loki push requests
   prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
   prometheus-node-exporter # peer in the side-by-side benchmark
   munge                    # Slurm's authentication, for the real-Slurm integration tests

@@ -1,1 +1,7 @@
-# filled in by the part's author
+# Tests of the event sources: kmsg record parser and reader, glob file tailer.
+gpuscope_add_test(events_sources_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/sources_kmsg_test.cc ${CMAKE_CURRENT_LIST_DIR}/sources_file_tailer_test.cc
+  LIBS gpuscope_events_sources)
+
+gpuscope_add_fuzz_target(events_sources_kmsg_fuzz ${CMAKE_CURRENT_LIST_DIR}/sources_kmsg_fuzz.cc
+  ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/kmsg_record LIBS gpuscope_events_sources)

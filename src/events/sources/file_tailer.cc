@@ -1,0 +1,227 @@
+#include "src/events/sources/file_tailer.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <set>
+#include <sstream>
+
+#include "src/events/sources/atomic_file.h"
+
+namespace gpuscope {
+namespace {
+
+constexpr size_t kChunkBytes = 64 * 1024;
+constexpr std::string_view kTruncatedMarker = " [truncated]";
+
+template <typename T>
+bool ParseNum(std::string_view s, T* out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+FileTailer::FileTailer(Options options) : options_(std::move(options)) {
+  if (options_.max_line_bytes == 0) options_.max_line_bytes = 1;
+  LoadCheckpoint();
+}
+
+FileTailer::~FileTailer() {
+  for (auto& [id, file] : tracked_) ::close(file.fd);
+}
+
+// Checkpoint format, one file per line: "<dev> <ino> <offset> <path>\n".
+void FileTailer::LoadCheckpoint() {
+  if (options_.checkpoint_path.empty()) return;
+  auto text = sources_internal::ReadWholeFile(options_.checkpoint_path);
+  if (!text) return;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    std::string_view parts[3];
+    bool ok = true;
+    for (auto& part : parts) {
+      size_t sp = line.find(' ');
+      if (sp == std::string_view::npos) {
+        ok = false;
+        break;
+      }
+      part = line.substr(0, sp);
+      line.remove_prefix(sp + 1);
+    }
+    uint64_t dev = 0, ino = 0;
+    int64_t offset = 0;
+    if (!ok || !ParseNum(parts[0], &dev) || !ParseNum(parts[1], &ino) || !ParseNum(parts[2], &offset) ||
+        offset < 0) {
+      continue;
+    }
+    saved_[{static_cast<dev_t>(dev), static_cast<ino_t>(ino)}] =
+        Saved{static_cast<off_t>(offset), std::string(line)};
+  }
+}
+
+off_t FileTailer::Committed(const Tracked& file) {
+  return file.offset - static_cast<off_t>(file.partial.size());
+}
+
+Status FileTailer::SaveCheckpoint() {
+  if (options_.checkpoint_path.empty()) return Status::Ok();
+  std::ostringstream out;
+  for (const auto& [id, file] : tracked_) {
+    out << static_cast<uint64_t>(id.first) << ' ' << static_cast<uint64_t>(id.second) << ' '
+        << static_cast<int64_t>(Committed(file)) << ' ' << file.path << '\n';
+  }
+  std::string text = out.str();
+  if (text == last_written_) return Status::Ok();
+  Status s = sources_internal::WriteFileAtomically(options_.checkpoint_path, text);
+  if (s.ok()) last_written_ = std::move(text);
+  return s;
+}
+
+void FileTailer::Emit(Tracked& file, std::string_view line, const LineCallback& callback) {
+  ++counters_.lines;
+  callback(file.path, line);
+}
+
+void FileTailer::Consume(Tracked& file, std::string_view data, const LineCallback& callback) {
+  const size_t cap = options_.max_line_bytes;
+  while (!data.empty()) {
+    size_t nl = data.find('\n');
+    std::string_view piece = data.substr(0, nl);
+    if (file.discarding) {
+      if (nl == std::string_view::npos) return;
+      file.discarding = false;
+      data.remove_prefix(nl + 1);
+      continue;
+    }
+    if (file.partial.size() + piece.size() > cap) {
+      std::string cut = file.partial;
+      cut.append(piece.substr(0, cap - file.partial.size()));
+      cut.append(kTruncatedMarker);
+      file.partial.clear();
+      ++counters_.truncated_lines;
+      Emit(file, cut, callback);
+      if (nl == std::string_view::npos) {
+        file.discarding = true;
+        return;
+      }
+      data.remove_prefix(nl + 1);
+      continue;
+    }
+    if (nl == std::string_view::npos) {
+      file.partial.append(piece);
+      return;
+    }
+    if (file.partial.empty()) {
+      Emit(file, piece, callback);
+    } else {
+      file.partial.append(piece);
+      std::string line = std::move(file.partial);
+      file.partial.clear();
+      Emit(file, line, callback);
+    }
+    data.remove_prefix(nl + 1);
+  }
+}
+
+void FileTailer::ReadAvailable(Tracked& file, const LineCallback& callback) {
+  std::string buf(kChunkBytes, '\0');
+  while (true) {
+    ssize_t n = ::pread(file.fd, buf.data(), buf.size(), file.offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ++counters_.read_errors;
+      return;
+    }
+    if (n == 0) return;
+    file.offset += n;
+    Consume(file, std::string_view(buf.data(), static_cast<size_t>(n)), callback);
+  }
+}
+
+Status FileTailer::PollOnce(const LineCallback& callback) {
+  // 1. What the globs match now, by identity.
+  std::map<FileId, std::string> current;
+  std::set<std::string> paths;
+  for (const std::string& pattern : options_.globs) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) paths.insert(g.gl_pathv[i]);
+    }
+    ::globfree(&g);
+  }
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    current.emplace(FileId{st.st_dev, st.st_ino}, path);
+  }
+
+  // 2. Files that went away (rotated out of the globs, deleted, replaced): finish the old inode.
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (current.count(it->first)) {
+      ++it;
+      continue;
+    }
+    Tracked& file = it->second;
+    ReadAvailable(file, callback);
+    if (!file.partial.empty()) {  // the writer moved on; deliver the unterminated tail
+      std::string line = std::move(file.partial);
+      file.partial.clear();
+      Emit(file, line, callback);
+    }
+    ++counters_.rotations;
+    ::close(file.fd);
+    it = tracked_.erase(it);
+  }
+
+  // 3. Files still here: follow renames within the globs, detect truncation, read appended data.
+  for (auto& [id, file] : tracked_) {
+    file.path = current[id];
+    struct stat st {};
+    if (::fstat(file.fd, &st) == 0 && st.st_size < file.offset) {
+      ++counters_.truncations;
+      file.offset = 0;
+      file.partial.clear();
+      file.discarding = false;
+    }
+    ReadAvailable(file, callback);
+  }
+
+  // 4. New files: start at the checkpointed offset when the checkpoint knows the inode.
+  for (const auto& [id, path] : current) {
+    if (tracked_.count(id)) continue;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      ++counters_.read_errors;
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || FileId{st.st_dev, st.st_ino} != id) {  // replaced in between
+      ::close(fd);
+      continue;
+    }
+    Tracked file;
+    file.path = path;
+    file.fd = fd;
+    if (auto saved = saved_.find(id); saved != saved_.end()) {
+      if (saved->second.offset <= st.st_size) {
+        file.offset = saved->second.offset;
+      } else {
+        ++counters_.truncations;
+      }
+      saved_.erase(saved);
+    }
+    Tracked& inserted = tracked_.emplace(id, std::move(file)).first->second;
+    ReadAvailable(inserted, callback);
+  }
+  return SaveCheckpoint();
+}
+
+}  // namespace gpuscope
