@@ -13,6 +13,7 @@
 #include "src/attribution/proc_resolver.h"
 #include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -86,22 +87,6 @@ enum Own { kJobInfo, kAllocationInfo, kAllocatedIdle, kJobs };
 MetricFamily Empty(Own which) {
   const MetricDescription& d = Descriptions()[which];
   return MetricFamily{d.name, d.help, d.type, d.unit, {}};
-}
-
-bool WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::error_code ignored;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return false;
-  bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-  ok = (fsync(fd) == 0) && ok;
-  ok = (close(fd) == 0) && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -293,7 +278,9 @@ void AttributedCollector::WriteDeviceMap(const std::vector<MetricFamily>& famili
   std::string content = "# nvml_index minor pci_bus_id uuid (written by gpuscope-agent)\n";
   for (const auto& [index, line] : lines) content += line;
   if (lines.empty() || content == device_map_written_) return;
-  if (WriteFileAtomically(options_.device_map_file, content)) {
+  std::error_code ignored;
+  std::filesystem::create_directories(std::filesystem::path(options_.device_map_file).parent_path(), ignored);
+  if (WriteFileAtomically(options_.device_map_file, content).ok()) {
     device_map_written_ = content;
     Log(LogLevel::kInfo, "device map written",
         {{"path", options_.device_map_file}, {"gpus", std::to_string(lines.size())}});

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "src/events/sources/atomic_file.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -38,7 +38,7 @@ FileTailer::~FileTailer() {
 // Checkpoint format, one file per line: "<dev> <ino> <offset> <path>\n".
 void FileTailer::LoadCheckpoint() {
   if (options_.checkpoint_path.empty()) return;
-  auto text = sources_internal::ReadWholeFile(options_.checkpoint_path);
+  auto text = ReadWholeFile(options_.checkpoint_path);
   if (!text) return;
   std::string_view rest = *text;
   while (!rest.empty()) {
@@ -80,7 +80,7 @@ Status FileTailer::SaveCheckpoint() {
   }
   std::string text = out.str();
   if (text == last_written_) return Status::Ok();
-  Status s = sources_internal::WriteFileAtomically(options_.checkpoint_path, text);
+  Status s = WriteFileAtomically(options_.checkpoint_path, text);
   if (s.ok()) last_written_ = std::move(text);
   return s;
 }

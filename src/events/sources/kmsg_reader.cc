@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "src/events/sources/atomic_file.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -28,7 +28,7 @@ KmsgReader::KmsgReader(Options options) : options_(std::move(options)) {
   if (!options_.read_fn)
     options_.read_fn = [](int fd, void* buf, size_t len) { return ::read(fd, buf, len); };
   if (options_.boot_id.empty()) {
-    options_.boot_id = Trim(sources_internal::ReadWholeFile("/proc/sys/kernel/random/boot_id").value_or(""));
+    options_.boot_id = Trim(ReadWholeFile("/proc/sys/kernel/random/boot_id").value_or(""));
   }
 }
 
@@ -44,7 +44,7 @@ Status KmsgReader::Open() {
   is_char_device_ = options_.one_record_per_read || (::fstat(fd_, &st) == 0 && S_ISCHR(st.st_mode));
   if (!options_.checkpoint_path.empty()) {
     // Format: "<boot_id> <last_seq>\n".
-    if (auto text = sources_internal::ReadWholeFile(options_.checkpoint_path)) {
+    if (auto text = ReadWholeFile(options_.checkpoint_path)) {
       std::string_view view = *text;
       size_t space = view.find(' ');
       if (space != std::string_view::npos && view.substr(0, space) == options_.boot_id) {
@@ -128,8 +128,8 @@ Status KmsgReader::PollOnce(const Callback& callback) {
 
 Status KmsgReader::SaveCheckpoint() {
   if (options_.checkpoint_path.empty() || !last_seq_ || last_seq_ == saved_seq_) return Status::Ok();
-  Status s = sources_internal::WriteFileAtomically(
-      options_.checkpoint_path, options_.boot_id + " " + std::to_string(*last_seq_) + "\n");
+  Status s = WriteFileAtomically(options_.checkpoint_path,
+                                 options_.boot_id + " " + std::to_string(*last_seq_) + "\n");
   if (s.ok()) saved_seq_ = last_seq_;
   return s;
 }

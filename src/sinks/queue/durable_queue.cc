@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "src/core/log.h"
+#include "src/platform/file.h"
 #include "src/sinks/queue/record_format.h"
 
 namespace gpuscope {
@@ -258,17 +259,12 @@ Status DurableQueue::WriteCheckpoint() {
   for (int i = 0; i < 4; ++i) buf[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
 
   const std::string path = options_.directory + "/" + std::string(kCheckpointName);
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Unavailable(ErrnoText("cannot write queue checkpoint", tmp));
-  bool ok = WriteAll(fd, buf, sizeof(buf), 0);
-  if (ok && options_.sync != QueueSyncPolicy::kNone) ok = ::fdatasync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::Unavailable(ErrnoText("cannot write queue checkpoint", path));
-  }
-  if (options_.sync != QueueSyncPolicy::kNone) SyncDirectory(options_.directory);
+  AtomicWriteOptions write;
+  write.sync = options_.sync != QueueSyncPolicy::kNone;
+  write.sync_directory = write.sync;
+  write.mode = 0600;
+  Status status = WriteFileAtomically(path, std::string_view(buf, sizeof(buf)), write);
+  if (!status.ok()) return Status::Unavailable("cannot write queue checkpoint: " + status.message());
   return Status::Ok();
 }
 

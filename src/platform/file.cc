@@ -1,4 +1,4 @@
-#include "src/events/sources/atomic_file.h"
+#include "src/platform/file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <cstring>
 
-namespace gpuscope::sources_internal {
+namespace gpuscope {
 
-Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+Status WriteFileAtomically(const std::string& path, std::string_view contents, AtomicWriteOptions options) {
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, options.mode);
   if (fd < 0) return Status::Unavailable("open " + tmp + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < contents.size()) {
@@ -24,7 +24,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  bool synced = !options.sync || ::fsync(fd) == 0;
+  if (::close(fd) != 0 || !synced) {
     ::unlink(tmp.c_str());
     return Status::Unavailable("fsync/close " + tmp);
   }
@@ -32,6 +33,15 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
     std::string err = std::strerror(errno);
     ::unlink(tmp.c_str());
     return Status::Unavailable("rename " + tmp + ": " + err);
+  }
+  if (options.sync_directory) {
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);
+      ::close(dir_fd);
+    }
   }
   return Status::Ok();
 }
@@ -55,4 +65,4 @@ std::optional<std::string> ReadWholeFile(const std::string& path) {
   return out;
 }
 
-}  // namespace gpuscope::sources_internal
+}  // namespace gpuscope
