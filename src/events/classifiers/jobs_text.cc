@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "src/core/utf8.h"
+
 namespace gpuscope::jobs_text {
 
 std::string_view Head(std::string_view line) {
@@ -84,40 +86,12 @@ std::optional<std::uint64_t> ParseByteSize(std::string_view text) {
   return *whole * multiplier + static_cast<std::uint64_t>(frac / 1000000);
 }
 
-namespace {
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid or truncated.
-std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  std::size_t len = 0;
-  if (b0 < 0x80) return 1;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  const auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (b0 == 0xE0 && b1 < 0xA0) return 0;  // overlong
-  if (b0 == 0xED && b1 > 0x9F) return 0;  // surrogates
-  if (b0 == 0xF0 && b1 < 0x90) return 0;  // overlong
-  if (b0 == 0xF4 && b1 > 0x8F) return 0;  // > U+10FFFF
-  return len;
-}
-}  // namespace
-
 std::string Sanitize(std::string_view text, std::size_t max_bytes) {
   std::string out;
   out.reserve(text.size() < max_bytes ? text.size() : max_bytes + 3);
   std::size_t i = 0;
   while (i < text.size()) {
-    const std::size_t len = Utf8SequenceLength(text, i);
+    const std::size_t len = ValidUtf8Length(text, i);
     const std::size_t emit = len == 0 ? 1 : len;
     if (out.size() + emit > max_bytes) {
       out += "...";

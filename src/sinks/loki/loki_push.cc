@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "src/core/utf8.h"
 #include "src/sinks/otlp/protowire.h"
 
 namespace gpuscope {
@@ -13,7 +14,6 @@ namespace {
 
 using protowire::AppendBytesField;
 using protowire::AppendVarintField;
-using protowire::SanitizeUtf8;
 
 struct Stream {
   std::vector<LokiLabel> labels;  // sorted
@@ -58,8 +58,8 @@ std::string EncodeTimestamp(int64_t ns) {
 // LabelPairAdapter { string name = 1; string value = 2; }
 std::string EncodeLabelPair(const LokiLabel& label) {
   std::string out;
-  AppendBytesField(out, 1, SanitizeUtf8(label.name));
-  AppendBytesField(out, 2, SanitizeUtf8(label.value));
+  AppendBytesField(out, 1, ToValidUtf8(label.name));
+  AppendBytesField(out, 2, ToValidUtf8(label.value));
   return out;
 }
 
@@ -69,14 +69,14 @@ std::string EncodeEntry(const LokiEntry& entry) {
   std::string out;
   out.reserve(entry.line.size() + 32);
   AppendBytesField(out, 1, EncodeTimestamp(entry.timestamp_ns));
-  AppendBytesField(out, 2, SanitizeUtf8(entry.line));
+  AppendBytesField(out, 2, ToValidUtf8(entry.line));
   for (const auto& label : entry.structured_metadata) AppendBytesField(out, 3, EncodeLabelPair(label));
   return out;
 }
 
 void AppendJsonString(std::string& out, std::string_view raw) {
   static constexpr char kHex[] = "0123456789abcdef";
-  const std::string text = SanitizeUtf8(raw);
+  const std::string text = ToValidUtf8(raw);
   out.push_back('"');
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -140,7 +140,7 @@ std::string EncodeLokiPushProtobuf(std::span<const LokiEntry> entries) {
   for (const auto& stream : GroupStreams(entries)) {
     // StreamAdapter { string labels = 1; repeated EntryAdapter entries = 2; }
     std::string adapter;
-    AppendBytesField(adapter, 1, SanitizeUtf8(stream.selector));
+    AppendBytesField(adapter, 1, ToValidUtf8(stream.selector));
     for (const LokiEntry* entry : stream.entries) AppendBytesField(adapter, 2, EncodeEntry(*entry));
     // PushRequest { repeated StreamAdapter streams = 1; }
     AppendBytesField(request, 1, adapter);

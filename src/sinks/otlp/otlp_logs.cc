@@ -1,5 +1,6 @@
 #include "src/sinks/otlp/otlp_logs.h"
 
+#include "src/core/utf8.h"
 #include "src/sinks/otlp/protowire.h"
 
 namespace gpuscope {
@@ -8,19 +9,18 @@ namespace {
 using protowire::AppendBytesField;
 using protowire::AppendFixed64Field;
 using protowire::AppendVarintField;
-using protowire::SanitizeUtf8;
 
 // AnyValue { string string_value = 1; }
 std::string EncodeStringAnyValue(std::string_view value) {
   std::string out;
-  AppendBytesField(out, 1, SanitizeUtf8(value));
+  AppendBytesField(out, 1, ToValidUtf8(value));
   return out;
 }
 
 // KeyValue { string key = 1; AnyValue value = 2; }
 std::string EncodeKeyValue(const OtlpAttribute& attribute) {
   std::string out;
-  AppendBytesField(out, 1, SanitizeUtf8(attribute.key));
+  AppendBytesField(out, 1, ToValidUtf8(attribute.key));
   AppendBytesField(out, 2, EncodeStringAnyValue(attribute.value));
   return out;
 }
@@ -34,7 +34,7 @@ std::string EncodeLogRecord(const OtlpLogRecord& record) {
   if (record.severity_number != 0) {
     AppendVarintField(out, 2, static_cast<uint64_t>(static_cast<int64_t>(record.severity_number)));
   }
-  if (!record.severity_text.empty()) AppendBytesField(out, 3, SanitizeUtf8(record.severity_text));
+  if (!record.severity_text.empty()) AppendBytesField(out, 3, ToValidUtf8(record.severity_text));
   AppendBytesField(out, 5, EncodeStringAnyValue(record.body));
   for (const auto& attribute : record.attributes) AppendBytesField(out, 6, EncodeKeyValue(attribute));
   if (record.observed_time_unix_nano != 0) AppendFixed64Field(out, 11, record.observed_time_unix_nano);
@@ -61,8 +61,8 @@ std::string EncodeOtlpLogsRequest(const OtlpLogsBatch& batch) {
   }
   // InstrumentationScope { string name = 1; string version = 2; }
   std::string scope;
-  if (!batch.scope_name.empty()) AppendBytesField(scope, 1, SanitizeUtf8(batch.scope_name));
-  if (!batch.scope_version.empty()) AppendBytesField(scope, 2, SanitizeUtf8(batch.scope_version));
+  if (!batch.scope_name.empty()) AppendBytesField(scope, 1, ToValidUtf8(batch.scope_name));
+  if (!batch.scope_version.empty()) AppendBytesField(scope, 2, ToValidUtf8(batch.scope_version));
   // ScopeLogs { InstrumentationScope scope = 1; repeated LogRecord log_records = 2; }
   std::string scope_logs;
   AppendBytesField(scope_logs, 1, scope);

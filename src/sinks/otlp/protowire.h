@@ -1,7 +1,8 @@
 // Minimal protocol-buffers wire-format writer shared by the push sinks (Loki, OTLP). It appends fields
 // by number to a std::string, so the sinks can emit the exact messages their receivers expect without a
-// protobuf library or generated code. Also holds SanitizeUtf8, because proto3 `string` fields and JSON
-// must carry valid UTF-8 (strict receivers such as the OpenTelemetry Collector reject anything else).
+// protobuf library or generated code. UTF-8 repair is src/core/utf8 (ToValidUtf8), because proto3 `string`
+// fields and JSON must carry valid UTF-8 (strict receivers such as the OpenTelemetry Collector reject
+// anything else).
 //
 // Thread-safety: free functions on caller-owned buffers; safe to call concurrently on distinct buffers.
 #pragma once
@@ -30,13 +31,5 @@ void AppendFixed64Field(std::string& out, uint32_t field, uint64_t value);
 // Appends a length-delimited field (string, bytes or an already encoded sub-message). The caller is
 // responsible for `bytes` being valid UTF-8 where the schema says `string`. Never fails.
 void AppendBytesField(std::string& out, uint32_t field, std::string_view bytes);
-
-// Returns `in` with every invalid UTF-8 sequence (stray continuation bytes, truncated or overlong
-// sequences, surrogates, code points above U+10FFFF) replaced by U+FFFD. Valid input, NUL bytes
-// included, is returned unchanged. Never fails.
-std::string SanitizeUtf8(std::string_view in);
-
-// True when `in` is valid UTF-8 (as SanitizeUtf8 defines it).
-bool IsValidUtf8(std::string_view in);
 
 }  // namespace gpuscope::protowire

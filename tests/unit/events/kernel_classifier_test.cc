@@ -36,15 +36,6 @@ std::vector<std::string> FixtureLines(const std::string& name) {
   return lines;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t n = ValidUtf8Length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 // ---- fixture corpus through the dispatcher ----
 
 struct FixtureCase {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/utf8.h"
 #include "src/sinks/loki/loki_push.h"
 #include "src/sinks/otlp/protowire.h"
 #include "tests/unit/sinks/wire/proto_reader.h"
@@ -163,8 +164,8 @@ TEST(WireLoki, HostileLinesInvalidUtf8NulAndMegabyteEncodeToValidUtf8WithoutLoss
   EXPECT_EQ(streams[0].entries[0].metadata[0].first, "k\xef\xbf\xbd");
   EXPECT_EQ(streams[0].entries[0].metadata[0].second, std::string("v\0w", 3));
   EXPECT_EQ(streams[0].entries[1].line.size(), huge.size() + 2);
-  EXPECT_TRUE(protowire::IsValidUtf8(streams[0].entries[1].line));
-  EXPECT_TRUE(protowire::IsValidUtf8(EncodeLokiPushJson(batch)));
+  EXPECT_TRUE(IsValidUtf8(streams[0].entries[1].line));
+  EXPECT_TRUE(IsValidUtf8(EncodeLokiPushJson(batch)));
 }
 
 // Parses `json` with Python's strict json module (a real, independent parser) and returns its

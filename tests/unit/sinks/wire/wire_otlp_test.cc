@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/utf8.h"
 #include "src/sinks/otlp/otlp_logs.h"
 #include "src/sinks/otlp/protowire.h"
 #include "tests/unit/sinks/wire/proto_reader.h"
@@ -125,7 +126,7 @@ TEST(WireOtlp, HostileBodiesInvalidUtf8NulAndMegabyteEncodeAsValidUtf8Strings) {
   EXPECT_EQ(DecodeKeyValue(One(first, 6, 2).bytes).second, "\xef\xbf\xbd");
   const auto second_body = One(MustParse(One(MustParse(records[1].bytes), 5, 2).bytes), 1, 2).bytes;
   EXPECT_EQ(second_body.size(), huge.size() + 2);
-  EXPECT_TRUE(protowire::IsValidUtf8(second_body));
+  EXPECT_TRUE(IsValidUtf8(second_body));
 }
 
 }  // namespace

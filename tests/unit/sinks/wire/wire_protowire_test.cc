@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "src/core/utf8.h"
 #include "src/sinks/otlp/protowire.h"
 #include "tests/unit/sinks/wire/proto_reader.h"
 
@@ -12,8 +13,6 @@ using protowire::AppendBytesField;
 using protowire::AppendFixed64Field;
 using protowire::AppendVarint;
 using protowire::AppendVarintField;
-using protowire::IsValidUtf8;
-using protowire::SanitizeUtf8;
 using testing::ParseProtoFields;
 
 TEST(WireProtowire, VarintEncodingMatchesProtobufSpecExamples) {
@@ -62,17 +61,17 @@ TEST(WireProtowire, TestReaderRejectsTruncatedAndOverlongInput) {
 }
 
 TEST(WireProtowire, SanitizeUtf8ReplacesEachInvalidByteAndKeepsValidTextAndNul) {
-  EXPECT_EQ(SanitizeUtf8(std::string("ok\0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 12)),
+  EXPECT_EQ(ToValidUtf8(std::string("ok\0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 12)),
             std::string("ok\0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 12));
-  EXPECT_EQ(SanitizeUtf8("a\xff"
-                         "b"),
+  EXPECT_EQ(ToValidUtf8("a\xff"
+                        "b"),
             "a\xef\xbf\xbd"
             "b");
-  EXPECT_EQ(SanitizeUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong '/'
-  EXPECT_EQ(SanitizeUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
-  EXPECT_EQ(SanitizeUtf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");                  // truncated at end
-  EXPECT_EQ(SanitizeUtf8("\xf4\x90\x80\x80").size(), 12u);                          // above U+10FFFF
-  EXPECT_TRUE(IsValidUtf8(SanitizeUtf8("\x80\xbf\xfe\xc3")));
+  EXPECT_EQ(ToValidUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong '/'
+  EXPECT_EQ(ToValidUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
+  EXPECT_EQ(ToValidUtf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");                  // truncated at end
+  EXPECT_EQ(ToValidUtf8("\xf4\x90\x80\x80").size(), 12u);                          // above U+10FFFF
+  EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\x80\xbf\xfe\xc3")));
 }
 
 }  // namespace
