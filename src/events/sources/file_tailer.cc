@@ -194,18 +194,19 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     ReadAvailable(file, callback);
   }
 
-  // 4. New files: start at the checkpointed offset when the checkpoint knows the inode.
-  for (const auto& [id, path] : current) {
-    if (tracked_.count(id)) continue;
+  // 4. New files: start at the checkpointed offset when the checkpoint knows the inode. Files the
+  // checkpoint knows are read first: after a restart they hold the older lines (a file rotated while the
+  // tailer was down), so a stream stays in order whatever the inode numbers are.
+  auto open_new = [&](const FileId& id, const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       ++counters_.read_errors;
-      continue;
+      return;
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || FileId{st.st_dev, st.st_ino} != id) {  // replaced in between
       ::close(fd);
-      continue;
+      return;
     }
     Tracked file;
     file.path = path;
@@ -220,6 +221,12 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     }
     Tracked& inserted = tracked_.emplace(id, std::move(file)).first->second;
     ReadAvailable(inserted, callback);
+  };
+  for (bool checkpointed : {true, false}) {
+    for (const auto& [id, path] : current) {
+      if (tracked_.count(id) || saved_.count(id) != (checkpointed ? 1u : 0u)) continue;
+      open_new(id, path);
+    }
   }
   return SaveCheckpoint();
 }
