@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "src/core/log.h"
@@ -22,7 +23,7 @@ namespace {
 
 constexpr std::string_view kSegmentPrefix = "segment-";
 constexpr std::string_view kSegmentSuffix = ".log";
-constexpr std::string_view kCheckpointName = "checkpoint";
+constexpr std::string_view kCheckpointPrefix = "checkpoint";  // checkpoint-<consumer>; bare: old format
 constexpr std::string_view kCheckpointMagic = "GPSQCKP1";
 constexpr size_t kCheckpointSize = 8 + 8 + 8 + 4;
 
@@ -93,6 +94,39 @@ bool ParseSegmentName(const std::string& name, uint64_t* seq) {
   return true;
 }
 
+bool IsValidConsumerName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// A checkpoint is: magic | seq | byte offset of the first unacknowledged record | CRC32C of the 24 bytes.
+struct CheckpointFile {
+  enum State { kAbsent, kValid, kCorrupt } state = kAbsent;
+  uint64_t seq = 0;
+  uint64_t offset = 0;
+};
+
+CheckpointFile ReadCheckpoint(const std::string& path) {
+  CheckpointFile ck;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return ck;
+  ck.state = CheckpointFile::kCorrupt;
+  std::optional<std::string> bytes = ReadWholeFile(path);
+  if (!bytes || bytes->size() != kCheckpointSize) return ck;
+  const char* buf = bytes->data();
+  if (std::string_view(buf, 8) != kCheckpointMagic) return ck;
+  uint32_t stored = 0;
+  for (int i = 3; i >= 0; --i) stored = (stored << 8) | static_cast<unsigned char>(buf[24 + i]);
+  if (Crc32c(std::string_view(buf, 24)) != stored) return ck;
+  ck.state = CheckpointFile::kValid;
+  ck.seq = GetU64(buf + 8);
+  ck.offset = GetU64(buf + 16);
+  return ck;
+}
+
 }  // namespace
 
 DurableQueue::DurableQueue(DurableQueueOptions options) : options_(std::move(options)) {}
@@ -106,6 +140,16 @@ DurableQueue::~DurableQueue() {
 Status DurableQueue::Open(DurableQueueOptions options, std::unique_ptr<DurableQueue>* queue) {
   queue->reset();
   if (options.directory.empty()) return Status::InvalidArgument("queue directory is empty");
+  if (options.consumers.empty()) return Status::InvalidArgument("queue has no consumers");
+  for (size_t i = 0; i < options.consumers.size(); ++i) {
+    const std::string& name = options.consumers[i];
+    if (!IsValidConsumerName(name)) {
+      return Status::InvalidArgument("queue consumer name \"" + name + "\" is not [a-z0-9_]+");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (options.consumers[j] == name) return Status::InvalidArgument("queue consumer " + name + " twice");
+    }
+  }
   if (options.max_total_bytes < 2 * kQueueRecordHeaderSize) {
     return Status::InvalidArgument("queue max_total_bytes is too small");
   }
@@ -129,6 +173,10 @@ std::string DurableQueue::SegmentPath(uint64_t seq) const {
   return options_.directory + "/" + name;
 }
 
+std::string DurableQueue::CheckpointPath(std::string_view consumer) const {
+  return options_.directory + "/" + std::string(kCheckpointPrefix) + "-" + std::string(consumer);
+}
+
 int64_t DurableQueue::NowMs() const {
   if (options_.now_unix_ms) return options_.now_unix_ms();
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -137,48 +185,66 @@ int64_t DurableQueue::NowMs() const {
 }
 
 Status DurableQueue::Recover() {
-  // Checkpoint: magic | seq | byte offset of the first unacknowledged record | CRC32C of the 24 bytes.
-  bool have_checkpoint = false;
-  uint64_t ck_seq = 0;
-  uint64_t ck_offset = 0;
-  {
-    const std::string path = options_.directory + "/" + std::string(kCheckpointName);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      char buf[kCheckpointSize];
-      bool read_ok = ReadAll(fd, buf, sizeof(buf), 0);
-      ::close(fd);
-      if (read_ok && std::string_view(buf, 8) == kCheckpointMagic) {
-        uint32_t stored = 0;
-        for (int i = 3; i >= 0; --i) stored = (stored << 8) | static_cast<unsigned char>(buf[24 + i]);
-        if (Crc32c(std::string_view(buf, 24)) == stored) {
-          have_checkpoint = true;
-          ck_seq = GetU64(buf + 8);
-          ck_offset = GetU64(buf + 16);
-        }
-      }
-      if (!have_checkpoint) {
-        Log(LogLevel::kWarn, "queue checkpoint unreadable; delivering from the oldest record",
-            {{"path", path}});
-      }
+  // Each configured consumer's checkpoint: absent (a new consumer), valid, or unreadable.
+  std::vector<CheckpointFile> checkpoints;
+  for (const std::string& name : options_.consumers) {
+    const std::string path = CheckpointPath(name);
+    checkpoints.push_back(ReadCheckpoint(path));
+    if (checkpoints.back().state == CheckpointFile::kCorrupt) {
+      Log(LogLevel::kWarn, "queue checkpoint unreadable; delivering from the oldest record",
+          {{"path", path}, {"consumer", name}});
     }
   }
 
+  // Segments, and checkpoints of consumers no longer configured (plus the old single-consumer
+  // "checkpoint" and leftover temporary files): those are removed so they cannot pin segments.
   std::vector<uint64_t> seqs;
+  std::vector<std::string> stale_checkpoints;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.directory, ec)) {
+    const std::string name = entry.path().filename().string();
     uint64_t seq = 0;
-    if (ParseSegmentName(entry.path().filename().string(), &seq)) seqs.push_back(seq);
+    if (ParseSegmentName(name, &seq)) {
+      seqs.push_back(seq);
+      continue;
+    }
+    if (name.rfind(kCheckpointPrefix, 0) != 0) continue;
+    const std::string prefix = std::string(kCheckpointPrefix) + "-";
+    const bool configured = name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+                            std::find(options_.consumers.begin(), options_.consumers.end(),
+                                      name.substr(prefix.size())) != options_.consumers.end();
+    if (!configured) stale_checkpoints.push_back(entry.path().string());
   }
   if (ec)
     return Status::Unavailable("cannot list queue directory " + options_.directory + ": " + ec.message());
   std::sort(seqs.begin(), seqs.end());
+  for (const std::string& path : stale_checkpoints) {
+    Log(LogLevel::kInfo, "queue consumer no longer configured; its checkpoint removed", {{"path", path}});
+    ::unlink(path.c_str());
+  }
 
+  // Segments before every known position were consumed before a crash interrupted their deletion. With
+  // an unreadable checkpoint nothing is known to be consumed: keep everything (duplicates, never loss).
+  bool any_valid = false;
+  bool any_corrupt = false;
+  uint64_t floor_seq = UINT64_MAX;
+  uint64_t max_seq = seqs.empty() ? 0 : seqs.back();
+  for (const CheckpointFile& ck : checkpoints) {
+    if (ck.state == CheckpointFile::kCorrupt) any_corrupt = true;
+    if (ck.state != CheckpointFile::kValid) continue;
+    any_valid = true;
+    floor_seq = std::min(floor_seq, ck.seq);
+    max_seq = std::max(max_seq, ck.seq);
+  }
+  if (!any_valid || any_corrupt) floor_seq = 0;
+
+  // Where the corrupt stretches of each loaded segment start, to count them per consumer below.
+  std::vector<std::vector<uint64_t>> bad_offsets;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const uint64_t seq = seqs[i];
     const std::string path = SegmentPath(seq);
-    if (have_checkpoint && seq < ck_seq) {
-      ::unlink(path.c_str());  // consumed before the crash; its deletion was interrupted
+    if (seq < floor_seq) {
+      ::unlink(path.c_str());
       continue;
     }
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -209,25 +275,64 @@ Status DurableQueue::Recover() {
       seg.size = scan.valid_end;
       Log(LogLevel::kWarn, "queue segment had a torn or corrupt tail; cut", {{"path", path}});
     }
-    dropped_corrupt_ += scan.corrupt_records;
+    // A bad stretch starts where the previous valid record ends (ScanQueueRecords counts it there).
+    std::vector<uint64_t> bad;
+    uint64_t prev_end = 0;
     seg.records.reserve(scan.records.size());
     for (const QueueRecordView& r : scan.records) {
+      if (r.offset != prev_end) bad.push_back(prev_end);
+      prev_end = r.offset + r.encoded_size();
       seg.records.push_back({r.offset, static_cast<uint32_t>(r.payload.size()), r.append_time_ms});
     }
+    if (scan.stop_reason != QueueRecordStatus::kEnd) bad.push_back(scan.valid_end);
+    bad_offsets.push_back(std::move(bad));
     total_bytes_ += seg.size;
     segments_.push_back(std::move(seg));
   }
 
   if (segments_.empty()) {
-    Status st = OpenNewSegment(have_checkpoint ? ck_seq + 1 : 1);
+    // Past every recorded position, so no checkpoint points into the new segment.
+    Status st = OpenNewSegment(max_seq + 1);
     if (!st.ok()) return st;
+    bad_offsets.emplace_back();
   }
-  ack_ = {segments_.front().seq, 0};
-  if (have_checkpoint && segments_.front().seq == ck_seq) {
-    const auto& recs = segments_.front().records;
-    size_t index = 0;
-    while (index < recs.size() && recs[index].offset < ck_offset) ++index;
-    ack_.index = index;
+
+  // Each consumer's cursor: its checkpoint, or the oldest retained record. A checkpoint before the first
+  // segment (dropped when full) also means the oldest retained record.
+  for (size_t c = 0; c < options_.consumers.size(); ++c) {
+    Consumer consumer;
+    consumer.name = options_.consumers[c];
+    consumer.ack = {segments_.front().seq, 0};
+    uint64_t ck_offset = 0;  // byte position of consumer.ack within its segment
+    const CheckpointFile& ck = checkpoints[c];
+    if (ck.state == CheckpointFile::kValid && ck.seq >= segments_.front().seq) {
+      consumer.ack = {segments_.back().seq, segments_.back().records.size()};  // past every segment
+      ck_offset = UINT64_MAX;
+      for (const Segment& seg : segments_) {
+        if (seg.seq < ck.seq) continue;
+        ck_offset = seg.seq == ck.seq ? ck.offset : 0;
+        size_t index = 0;
+        while (index < seg.records.size() && seg.records[index].offset < ck_offset) ++index;
+        consumer.ack = {seg.seq, index};
+        break;
+      }
+    }
+    // Corrupt records this consumer had not yet passed are lost to it.
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      if (segments_[s].seq < consumer.ack.seq) continue;
+      for (uint64_t offset : bad_offsets[s]) {
+        if (segments_[s].seq > consumer.ack.seq || offset >= ck_offset) ++consumer.dropped_corrupt;
+      }
+    }
+    consumers_.push_back(std::move(consumer));
+  }
+
+  // Persist the position of consumers that had none, so a crash cannot let the others' checkpoints
+  // delete segments this one still needs.
+  for (size_t c = 0; c < consumers_.size(); ++c) {
+    if (checkpoints[c].state == CheckpointFile::kValid) continue;
+    Status st = WriteCheckpoint(consumers_[c]);
+    if (!st.ok()) return st;
   }
   Normalize();
   return Status::Ok();
@@ -245,26 +350,28 @@ Status DurableQueue::OpenNewSegment(uint64_t seq) {
   return Status::Ok();
 }
 
-Status DurableQueue::WriteCheckpoint() {
+Status DurableQueue::WriteCheckpoint(const Consumer& consumer) {
   uint64_t offset = 0;
   for (const Segment& s : segments_) {
-    if (s.seq != ack_.seq) continue;
-    offset = ack_.index < s.records.size() ? s.records[ack_.index].offset : s.size;
+    if (s.seq != consumer.ack.seq) continue;
+    offset = consumer.ack.index < s.records.size() ? s.records[consumer.ack.index].offset : s.size;
   }
   char buf[kCheckpointSize];
   std::memcpy(buf, kCheckpointMagic.data(), 8);
-  PutU64(ack_.seq, buf + 8);
+  PutU64(consumer.ack.seq, buf + 8);
   PutU64(offset, buf + 16);
   uint32_t crc = Crc32c(std::string_view(buf, 24));
   for (int i = 0; i < 4; ++i) buf[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
 
-  const std::string path = options_.directory + "/" + std::string(kCheckpointName);
   AtomicWriteOptions write;
   write.sync = options_.sync != QueueSyncPolicy::kNone;
   write.sync_directory = write.sync;
   write.mode = 0600;
-  Status status = WriteFileAtomically(path, std::string_view(buf, sizeof(buf)), write);
-  if (!status.ok()) return Status::Unavailable("cannot write queue checkpoint: " + status.message());
+  Status status =
+      WriteFileAtomically(CheckpointPath(consumer.name), std::string_view(buf, sizeof(buf)), write);
+  if (!status.ok()) {
+    return Status::Unavailable("cannot write queue checkpoint of " + consumer.name + ": " + status.message());
+  }
   return Status::Ok();
 }
 
@@ -276,37 +383,53 @@ void DurableQueue::RemoveSegmentFile(Segment& segment) {
 }
 
 void DurableQueue::Normalize() {
-  // Move past fully acknowledged sealed segments, persist the position, then delete every segment
-  // before it (checkpoint first, so a crash in between leaves files Recover() knows are consumed).
-  // Callers have already persisted ack_ unless Normalize() moves it.
-  size_t i = 0;
-  while (i < segments_.size() && segments_[i].seq < ack_.seq) ++i;
-  bool moved = false;
-  while (i + 1 < segments_.size() && segments_[i].seq == ack_.seq &&
-         ack_.index >= segments_[i].records.size()) {
-    ++i;
-    ack_ = {segments_[i].seq, 0};
-    moved = true;
+  // Move each consumer past the sealed segments it has fully acknowledged and persist that position,
+  // then delete every segment all consumers have passed (checkpoints first, so a crash in between
+  // leaves files Recover() knows are consumed). Callers have already persisted each position unless
+  // Normalize() moves it.
+  uint64_t min_seq = UINT64_MAX;
+  for (Consumer& consumer : consumers_) {
+    size_t i = 0;
+    while (i < segments_.size() && segments_[i].seq < consumer.ack.seq) ++i;
+    bool moved = false;
+    while (i + 1 < segments_.size() && segments_[i].seq == consumer.ack.seq &&
+           consumer.ack.index >= segments_[i].records.size()) {
+      ++i;
+      consumer.ack = {segments_[i].seq, 0};
+      moved = true;
+    }
+    if (moved && !WriteCheckpoint(consumer).ok()) {
+      Log(LogLevel::kWarn, "queue checkpoint write failed",
+          {{"directory", options_.directory}, {"consumer", consumer.name}});
+    }
+    min_seq = std::min(min_seq, consumer.ack.seq);
   }
-  if (moved && !WriteCheckpoint().ok()) {
-    Log(LogLevel::kWarn, "queue checkpoint write failed", {{"directory", options_.directory}});
-  }
-  while (!segments_.empty() && segments_.front().seq < ack_.seq) {
+  while (segments_.size() > 1 && segments_.front().seq < min_seq) {
     RemoveSegmentFile(segments_.front());
     segments_.pop_front();
   }
 }
 
 void DurableQueue::DropOldestSegment() {
+  // Only called with at least two segments. Consumers still reading the front segment lose what they
+  // had not acknowledged of it and move to the next one; consumers past it lose nothing.
   Segment& front = segments_.front();
-  const size_t acked = front.seq == ack_.seq ? std::min(ack_.index, front.records.size()) : 0;
-  dropped_full_ += front.records.size() - acked;
-  if (front.records.size() > acked) {
-    Log(LogLevel::kWarn, "queue full; dropped the oldest segment", {{"directory", options_.directory}});
-  }
-  ack_ = {segments_[1].seq, 0};
-  if (!WriteCheckpoint().ok()) {
-    Log(LogLevel::kWarn, "queue checkpoint write failed", {{"directory", options_.directory}});
+  for (Consumer& consumer : consumers_) {
+    if (consumer.ack.seq != front.seq) continue;
+    const size_t acked = std::min(consumer.ack.index, front.records.size());
+    const uint64_t lost = front.records.size() - acked;
+    consumer.dropped_full += lost;
+    if (lost > 0) {
+      Log(LogLevel::kWarn, "queue full; dropped the oldest segment",
+          {{"directory", options_.directory},
+           {"consumer", consumer.name},
+           {"records", std::to_string(lost)}});
+    }
+    consumer.ack = {segments_[1].seq, 0};
+    if (!WriteCheckpoint(consumer).ok()) {
+      Log(LogLevel::kWarn, "queue checkpoint write failed",
+          {{"directory", options_.directory}, {"consumer", consumer.name}});
+    }
   }
   RemoveSegmentFile(front);
   segments_.pop_front();
@@ -375,11 +498,30 @@ Status DurableQueue::Sync() {
   return Status::Ok();
 }
 
-Status DurableQueue::Peek(size_t max_records, size_t max_bytes, QueueBatch* batch) {
+DurableQueue::Consumer* DurableQueue::FindLocked(std::string_view consumer) {
+  for (Consumer& c : consumers_) {
+    if (c.name == consumer) return &c;
+  }
+  return nullptr;
+}
+
+const DurableQueue::Consumer* DurableQueue::FindLocked(std::string_view consumer) const {
+  for (const Consumer& c : consumers_) {
+    if (c.name == consumer) return &c;
+  }
+  return nullptr;
+}
+
+Status DurableQueue::Peek(std::string_view consumer_name, size_t max_records, size_t max_bytes,
+                          QueueBatch* batch) {
   batch->id = 0;
   batch->records.clear();
   std::lock_guard<std::mutex> lock(mu_);
-  Cursor cursor = ack_;
+  Consumer* consumer = FindLocked(consumer_name);
+  if (consumer == nullptr) {
+    return Status::NotFound("queue has no consumer " + std::string(consumer_name));
+  }
+  Cursor cursor = consumer->ack;
   size_t bytes = 0;
   for (const Segment& seg : segments_) {
     if (seg.seq < cursor.seq) continue;
@@ -399,62 +541,72 @@ Status DurableQueue::Peek(size_t max_records, size_t max_bytes, QueueBatch* batc
     if (cursor.index < seg.records.size()) break;  // the batch is full
   }
   if (batch->records.empty()) return Status::Ok();
-  batch->id = ++last_batch_id_;
-  last_batch_end_ = cursor;
+  batch->id = ++next_batch_id_;
+  consumer->last_batch_id = batch->id;
+  consumer->last_batch_end = cursor;
   return Status::Ok();
 }
 
-Status DurableQueue::Ack(uint64_t batch_id) {
+Status DurableQueue::Ack(std::string_view consumer_name, uint64_t batch_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (batch_id == 0 || batch_id != last_batch_id_) {
-    return Status::NotFound("queue batch " + std::to_string(batch_id) + " is not the latest");
+  Consumer* consumer = FindLocked(consumer_name);
+  if (consumer == nullptr) {
+    return Status::NotFound("queue has no consumer " + std::string(consumer_name));
   }
-  const Cursor end = last_batch_end_;
-  if (end.seq < ack_.seq || (end.seq == ack_.seq && end.index <= ack_.index)) {
+  if (batch_id == 0 || batch_id != consumer->last_batch_id) {
+    return Status::NotFound("queue batch " + std::to_string(batch_id) + " is not the latest of " +
+                            consumer->name);
+  }
+  const Cursor end = consumer->last_batch_end;
+  Cursor& ack = consumer->ack;
+  if (end.seq < ack.seq || (end.seq == ack.seq && end.index <= ack.index)) {
     return Status::Ok();  // already acknowledged, or its records were dropped meanwhile
   }
   for (const Segment& seg : segments_) {
-    if (seg.seq < ack_.seq || seg.seq > end.seq) continue;
-    const size_t from = seg.seq == ack_.seq ? ack_.index : 0;
+    if (seg.seq < ack.seq || seg.seq > end.seq) continue;
+    const size_t from = seg.seq == ack.seq ? ack.index : 0;
     const size_t to = seg.seq == end.seq ? end.index : seg.records.size();
-    if (to > from) acked_total_ += to - from;
+    if (to > from) consumer->acked_total += to - from;
   }
-  ack_ = end;
-  Status st = WriteCheckpoint();
+  ack = end;
+  Status st = WriteCheckpoint(*consumer);
   Normalize();
   return st;
 }
 
-uint64_t DurableQueue::PendingLocked() const {
+uint64_t DurableQueue::PendingLocked(const Consumer& consumer) const {
   uint64_t n = 0;
   for (const Segment& seg : segments_) {
-    if (seg.seq < ack_.seq) continue;
-    const size_t from = seg.seq == ack_.seq ? std::min(ack_.index, seg.records.size()) : 0;
+    if (seg.seq < consumer.ack.seq) continue;
+    const size_t from = seg.seq == consumer.ack.seq ? std::min(consumer.ack.index, seg.records.size()) : 0;
     n += seg.records.size() - from;
   }
   return n;
 }
 
-uint64_t DurableQueue::pending_records() const {
+uint64_t DurableQueue::pending_records(std::string_view consumer) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return PendingLocked();
+  const Consumer* c = FindLocked(consumer);
+  return c != nullptr ? PendingLocked(*c) : 0;
 }
-uint64_t DurableQueue::dropped_full() const {
+uint64_t DurableQueue::dropped_full(std::string_view consumer) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return dropped_full_;
+  const Consumer* c = FindLocked(consumer);
+  return c != nullptr ? c->dropped_full : 0;
 }
-uint64_t DurableQueue::dropped_corrupt() const {
+uint64_t DurableQueue::dropped_corrupt(std::string_view consumer) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return dropped_corrupt_;
+  const Consumer* c = FindLocked(consumer);
+  return c != nullptr ? c->dropped_corrupt : 0;
 }
 
 std::vector<MetricDescription> DurableQueue::Describe() {
   return {
       {"gpuscope_queue_records",
        MetricType::kGauge,
-       "Records in the durable queue not yet acknowledged.",
+       "Records in the durable queue the consumer has not yet acknowledged.",
        "",
-       {"queue"},
+       {"queue", "consumer"},
        "durable queue index"},
       {"gpuscope_queue_bytes",
        MetricType::kGauge,
@@ -464,9 +616,9 @@ std::vector<MetricDescription> DurableQueue::Describe() {
        "durable queue segment sizes"},
       {"gpuscope_queue_oldest_age_seconds",
        MetricType::kGauge,
-       "Age of the oldest unacknowledged record; 0 when the queue is empty.",
+       "Age of the consumer's oldest unacknowledged record; 0 when it has none.",
        "seconds",
-       {"queue"},
+       {"queue", "consumer"},
        "record append time"},
       {"gpuscope_queue_appended_total",
        MetricType::kCounter,
@@ -476,15 +628,16 @@ std::vector<MetricDescription> DurableQueue::Describe() {
        "durable queue"},
       {"gpuscope_queue_acked_total",
        MetricType::kCounter,
-       "Records acknowledged as delivered.",
+       "Records the consumer acknowledged as delivered.",
        "",
-       {"queue"},
+       {"queue", "consumer"},
        "durable queue"},
       {"gpuscope_queue_dropped_total",
        MetricType::kCounter,
-       "Records lost: reason=full (oldest dropped to stay bounded) or corrupt (bad checksum, torn write).",
+       "Records lost to the consumer: reason=full (oldest dropped to stay bounded) or corrupt (bad "
+       "checksum, torn write).",
        "",
-       {"queue", "reason"},
+       {"queue", "consumer", "reason"},
        "durable queue"},
   };
 }
@@ -492,41 +645,38 @@ std::vector<MetricDescription> DurableQueue::Describe() {
 std::vector<MetricFamily> DurableQueue::Metrics(std::string_view queue_name) const {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name(queue_name);
-  double oldest_age = 0;
-  for (const Segment& seg : segments_) {
-    if (seg.seq < ack_.seq) continue;
-    const size_t from = seg.seq == ack_.seq ? ack_.index : 0;
-    if (from < seg.records.size()) {
-      oldest_age = std::max(0.0, static_cast<double>(NowMs() - seg.records[from].append_time_ms) / 1000.0);
-      break;
-    }
-  }
-  auto gauge = [&](std::string metric, std::string help, std::string unit, MetricType type, double v) {
-    MetricFamily f;
-    f.name = std::move(metric);
-    f.help = std::move(help);
-    f.type = type;
-    f.unit = std::move(unit);
-    f.samples.push_back({{{"queue", name}}, v});
-    return f;
-  };
-  std::vector<MetricFamily> out;
+  const int64_t now = NowMs();
   const auto desc = Describe();
-  out.push_back(
-      gauge(desc[0].name, desc[0].help, desc[0].unit, desc[0].type, static_cast<double>(PendingLocked())));
-  out.push_back(
-      gauge(desc[1].name, desc[1].help, desc[1].unit, desc[1].type, static_cast<double>(total_bytes_)));
-  out.push_back(gauge(desc[2].name, desc[2].help, desc[2].unit, desc[2].type, oldest_age));
-  out.push_back(
-      gauge(desc[3].name, desc[3].help, desc[3].unit, desc[3].type, static_cast<double>(appended_total_)));
-  out.push_back(
-      gauge(desc[4].name, desc[4].help, desc[4].unit, desc[4].type, static_cast<double>(acked_total_)));
-  MetricFamily dropped = gauge(desc[5].name, desc[5].help, desc[5].unit, desc[5].type, 0);
-  dropped.samples.clear();
-  dropped.samples.push_back({{{"queue", name}, {"reason", "full"}}, static_cast<double>(dropped_full_)});
-  dropped.samples.push_back(
-      {{{"queue", name}, {"reason", "corrupt"}}, static_cast<double>(dropped_corrupt_)});
-  out.push_back(std::move(dropped));
+  std::vector<MetricFamily> out;
+  for (const MetricDescription& d : desc) {
+    MetricFamily f;
+    f.name = d.name;
+    f.help = d.help;
+    f.type = d.type;
+    f.unit = d.unit;
+    out.push_back(std::move(f));
+  }
+  out[1].samples.push_back({{{"queue", name}}, static_cast<double>(total_bytes_)});
+  out[3].samples.push_back({{{"queue", name}}, static_cast<double>(appended_total_)});
+  for (const Consumer& c : consumers_) {
+    double oldest_age = 0;
+    for (const Segment& seg : segments_) {
+      if (seg.seq < c.ack.seq) continue;
+      const size_t from = seg.seq == c.ack.seq ? c.ack.index : 0;
+      if (from < seg.records.size()) {
+        oldest_age = std::max(0.0, static_cast<double>(now - seg.records[from].append_time_ms) / 1000.0);
+        break;
+      }
+    }
+    const Labels labels = {{"queue", name}, {"consumer", c.name}};
+    out[0].samples.push_back({labels, static_cast<double>(PendingLocked(c))});
+    out[2].samples.push_back({labels, oldest_age});
+    out[4].samples.push_back({labels, static_cast<double>(c.acked_total)});
+    out[5].samples.push_back(
+        {{{"queue", name}, {"consumer", c.name}, {"reason", "full"}}, static_cast<double>(c.dropped_full)});
+    out[5].samples.push_back({{{"queue", name}, {"consumer", c.name}, {"reason", "corrupt"}},
+                              static_cast<double>(c.dropped_corrupt)});
+  }
   return out;
 }
 

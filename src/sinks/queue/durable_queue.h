@@ -1,15 +1,21 @@
-// DurableQueue: the on-disk queue every push sink (Loki, OTLP) shares. Records are appended to
-// segment files (segment-<seq>.log) in one directory, each record checksummed (record_format.h). The
-// consumer reads batches with Peek() and confirms them with Ack(); the read position is persisted in a
-// small checkpoint file written atomically (tmp + fsync + rename), so after a crash or restart delivery
-// resumes at the first unacknowledged record: at-least-once, duplicates only from the last
-// unacknowledged batch. Total size is bounded: when full, the oldest whole segment is dropped and its
-// unacknowledged records are counted (reason="full"). A torn or corrupt record loses that record only:
-// in the last segment the reader stops at the first bad record and the tail is cut off; in an older
-// segment a bad record is skipped (reason="corrupt").
+// DurableQueue: the on-disk queue every push sink (Loki, OTLP) shares. Records are appended once to
+// segment files (segment-<seq>.log) in one directory, each record checksummed (record_format.h), and
+// read by several named consumers (one per sink), each at its own pace: a consumer reads batches with
+// Peek(name) and confirms them with Ack(name); its read position is persisted in its own small checkpoint
+// file (checkpoint-<name>, written atomically through src/platform/file.h), so after a crash or restart
+// each consumer resumes at its first unacknowledged record: at-least-once, duplicates only from its last
+// unacknowledged batch. A segment is deleted once every consumer has passed it, so the slowest consumer
+// pins the disk. Total size is bounded: when full, the oldest whole segment is dropped and each consumer
+// counts the records of it that it had not yet acknowledged (reason="full"). A consumer added to an
+// existing directory starts at the oldest retained record; the checkpoint of a consumer no longer
+// configured is removed on Open, so it cannot pin segments forever. A torn or corrupt record loses that
+// record only: in the last segment the reader stops at the first bad record and the tail is cut off; in
+// an older segment a bad record is skipped (reason="corrupt", counted by the consumers that had not yet
+// passed it).
 //
-// Thread-safety: one producer thread (Append, Sync) and one consumer thread (Peek, Ack) may call at the
-// same time; Metrics() is safe from any thread. All calls serialise on one internal mutex.
+// Thread-safety: one producer thread (Append, Sync) plus one thread per consumer (Peek, Ack for that
+// consumer) may call at the same time; Metrics() and the counters are safe from any thread. All calls
+// serialise on one internal mutex.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +44,9 @@ struct DurableQueueOptions {
   QueueSyncPolicy sync = QueueSyncPolicy::kEveryAppend;
   // Unix time in milliseconds; stamps records and measures the oldest record's age. System clock if empty.
   std::function<int64_t()> now_unix_ms;
+  // Names of the consumers reading this queue (one per sink, e.g. "loki", "otlp"): [a-z0-9_]+, at
+  // least one, no duplicates; Open fails with InvalidArgument otherwise.
+  std::vector<std::string> consumers;
 };
 
 struct QueueBatch {
@@ -47,40 +56,42 @@ struct QueueBatch {
 
 class DurableQueue {
  public:
-  // Opens (or creates) the queue in options.directory, recovering segments and the checkpoint. On
-  // failure (directory not writable, invalid options) returns a non-ok status and leaves *queue empty.
+  // Opens (or creates) the queue in options.directory, recovering segments and each consumer's
+  // checkpoint; removes the checkpoints of consumers not in options.consumers. On failure (directory not
+  // writable, invalid options or consumer names) returns a non-ok status and leaves *queue empty.
   static Status Open(DurableQueueOptions options, std::unique_ptr<DurableQueue>* queue);
   ~DurableQueue();
   DurableQueue(const DurableQueue&) = delete;
   DurableQueue& operator=(const DurableQueue&) = delete;
 
-  // Appends one record, dropping the oldest segments first if the queue would exceed its bound. Ok once
-  // written (and synced under kEveryAppend). InvalidArgument for a payload that can never fit;
-  // Unavailable on an I/O error (nothing is appended then).
+  // Appends one record for every consumer, dropping the oldest segments first if the queue would
+  // exceed its bound. Ok once written (and synced under kEveryAppend). InvalidArgument for a payload
+  // that can never fit; Unavailable on an I/O error (nothing is appended then).
   Status Append(std::string_view payload);
 
   // Forces written records to disk. Unavailable on an I/O error.
   Status Sync();
 
-  // Returns up to max_records records / about max_bytes payload bytes (at least one record when any is
-  // pending) starting at the first unacknowledged record. Peeking again without Ack returns the same
-  // records again under a new id. An empty batch (id 0) when nothing is pending. Unavailable on a read
-  // error.
-  Status Peek(size_t max_records, size_t max_bytes, QueueBatch* batch);
+  // Returns to `consumer` up to max_records records / about max_bytes payload bytes (at least one
+  // record when any is pending) starting at its first unacknowledged record. Peeking again without Ack
+  // returns the same records again under a new id. An empty batch (id 0) when nothing is pending.
+  // NotFound for an unknown consumer; Unavailable on a read error.
+  Status Peek(std::string_view consumer, size_t max_records, size_t max_bytes, QueueBatch* batch);
 
-  // Marks everything up to the end of the batch as delivered and persists the position. NotFound for an
-  // id that is not the latest Peek; Unavailable if the checkpoint could not be written (the position is
-  // then still advanced in memory).
-  Status Ack(uint64_t batch_id);
+  // Marks everything up to the end of the batch as delivered to `consumer` and persists its position.
+  // NotFound for an unknown consumer or an id that is not that consumer's latest Peek; Unavailable if
+  // the checkpoint could not be written (the position is then still advanced in memory).
+  Status Ack(std::string_view consumer, uint64_t batch_id);
 
-  // gpuscope_queue_records, _bytes, _oldest_age_seconds, _appended_total, _acked_total,
-  // _dropped_total{reason="full|corrupt"}, each with a queue label naming this queue.
+  // Per queue (label queue): gpuscope_queue_bytes, gpuscope_queue_appended_total. Per consumer (labels
+  // queue, consumer): gpuscope_queue_records, _oldest_age_seconds, _acked_total,
+  // _dropped_total{reason="full|corrupt"}.
   std::vector<MetricFamily> Metrics(std::string_view queue_name) const;
 
-  // Current counts, for callers and tests.
-  uint64_t pending_records() const;
-  uint64_t dropped_full() const;
-  uint64_t dropped_corrupt() const;
+  // Current counts for one consumer, for callers and tests; 0 for an unknown consumer.
+  uint64_t pending_records(std::string_view consumer) const;
+  uint64_t dropped_full(std::string_view consumer) const;
+  uint64_t dropped_corrupt(std::string_view consumer) const;
 
   static std::vector<MetricDescription> Describe();
 
@@ -100,29 +111,37 @@ class DurableQueue {
     uint64_t seq = 0;  // segment
     size_t index = 0;  // record within the segment
   };
+  struct Consumer {
+    std::string name;
+    Cursor ack;                  // first unacknowledged record
+    uint64_t last_batch_id = 0;  // its latest Peek; 0 when none
+    Cursor last_batch_end;       // where that batch ends
+    uint64_t acked_total = 0;
+    uint64_t dropped_full = 0;
+    uint64_t dropped_corrupt = 0;
+  };
 
   explicit DurableQueue(DurableQueueOptions options);
   Status Recover();
   Status OpenNewSegment(uint64_t seq);
-  Status WriteCheckpoint();
-  void Normalize();          // moves ack_ past fully read segments and deletes consumed ones
+  Status WriteCheckpoint(const Consumer& consumer);
+  void Normalize();          // moves cursors past fully read sealed segments, deletes passed segments
   void DropOldestSegment();  // drops segments_.front()
   void RemoveSegmentFile(Segment& segment);
   std::string SegmentPath(uint64_t seq) const;
+  std::string CheckpointPath(std::string_view consumer) const;
   int64_t NowMs() const;
-  uint64_t PendingLocked() const;
+  Consumer* FindLocked(std::string_view consumer);
+  const Consumer* FindLocked(std::string_view consumer) const;
+  uint64_t PendingLocked(const Consumer& consumer) const;
 
   DurableQueueOptions options_;
   mutable std::mutex mu_;
-  std::deque<Segment> segments_;  // by seq; back() is the one written; guarded by mu_
-  uint64_t total_bytes_ = 0;      // guarded by mu_
-  Cursor ack_;                    // first unacknowledged record; guarded by mu_
-  uint64_t last_batch_id_ = 0;    // guarded by mu_
-  Cursor last_batch_end_;         // guarded by mu_
-  uint64_t appended_total_ = 0;   // guarded by mu_
-  uint64_t acked_total_ = 0;      // guarded by mu_
-  uint64_t dropped_full_ = 0;     // guarded by mu_
-  uint64_t dropped_corrupt_ = 0;  // guarded by mu_
+  std::deque<Segment> segments_;     // by seq; back() is the one written; guarded by mu_
+  std::vector<Consumer> consumers_;  // in options_.consumers order; guarded by mu_
+  uint64_t total_bytes_ = 0;         // guarded by mu_
+  uint64_t next_batch_id_ = 0;       // ids are unique across consumers; guarded by mu_
+  uint64_t appended_total_ = 0;      // guarded by mu_
 };
 
 }  // namespace gpuscope
