@@ -19,6 +19,8 @@ packages=(
   zlib1g-dev               # gzip responses
   libcrypt-dev             # bcrypt verification of basic-auth users (libxcrypt)
   libsnappy-dev            # snappy block compression of Loki push requests
+  libsystemd-dev           # sd-journal: the systemd journal event source (src/events/sources/journal_reader)
+  systemd-journal-remote   # writes real .journal files from export-format text in the journal source's tests
   prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
   prometheus-node-exporter # peer in the side-by-side benchmark
   munge                    # Slurm's authentication, for the real-Slurm integration tests
