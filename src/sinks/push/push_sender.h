@@ -1,0 +1,118 @@
+// PushSender: the one sending loop behind every push sink (Loki, OTLP). A thread of its own reads
+// batches from the shared DurableQueue as the named consumer options.name, turns each batch into one
+// request body with options.encode and POSTs it (HttpClient: keep-alive, timeouts, https). What the
+// receiver answers decides the batch's fate:
+//   2xx                               -> Ack: delivered.
+//   5xx, 429, connection/timeout/garbage, 3xx
+//                                     -> keep it queued and retry with exponential backoff and jitter,
+//                                        honouring Retry-After (seconds) on 429/503, capped at max_backoff.
+//   any other 4xx (400, 413, ...)     -> Ack and count the records as dropped (reason="rejected"): the
+//                                        receiver will never take them, and retrying would block the queue.
+// Delivery is at-least-once: a batch is acknowledged only after the receiver accepted it, so a stop or
+// crash in between resends it. When the queue is empty the loop polls it every idle_poll, or at once
+// after Wake().
+//
+// Thread-safety: Start(), Stop() and the destructor from one controlling thread; Wake() and Metrics()
+// from any thread. The encode function runs on the sending thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "src/core/metric.h"
+#include "src/core/status.h"
+#include "src/sinks/push/http_client.h"
+#include "src/sinks/queue/durable_queue.h"
+
+namespace gpuscope {
+
+struct EncodedBody {
+  std::string body;
+  std::string content_type;      // sent as Content-Type
+  std::string content_encoding;  // sent as Content-Encoding when not empty
+};
+
+struct PushSinkOptions {
+  std::string name;  // metrics label sink="loki"|"otlp"; also the queue consumer name
+  std::string url;   // http://host:port/path or https://...
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers (e.g. X-Scope-OrgID)
+  size_t max_batch_records = 1000;
+  size_t max_batch_bytes = 1 << 20;
+  std::chrono::milliseconds timeout{10000};  // one request: connect, TLS, send, response
+  std::chrono::milliseconds min_backoff{250};
+  std::chrono::milliseconds max_backoff{30000};
+  std::chrono::milliseconds idle_poll{200};  // how often to look for new records when the queue is empty
+  // Turns a batch of queue records (opaque bytes) into one request body. Pure; never fails.
+  std::function<EncodedBody(const std::vector<std::string>& records)> encode;
+  std::string ca_file;  // https: PEM file of CAs to trust instead of the system trust store
+};
+
+class PushSender {
+ public:
+  PushSender(DurableQueue* queue, PushSinkOptions options);  // queue outlives the sender
+  ~PushSender();                                             // Stop()
+  PushSender(const PushSender&) = delete;
+  PushSender& operator=(const PushSender&) = delete;
+
+  // Starts the sending thread. InvalidArgument for a bad URL or CA file, a missing encode function, or
+  // a name that is not a consumer of the queue; Internal if it is already running. Nothing runs then.
+  Status Start();
+
+  // Stops promptly: interrupts a backoff sleep or a request in flight and joins the thread. Nothing is
+  // lost: a batch not yet acknowledged stays queued for the next start. Safe to call more than once.
+  void Stop();
+
+  // Producer hint: records were appended; an idle sender looks at the queue now instead of at its next
+  // poll. Does not shorten a backoff.
+  void Wake();
+
+  // gpuscope_sink_requests_total{sink,code}, _sent_records_total, _sent_bytes_total,
+  // _failed_requests_total, _dropped_records_total{sink,reason}, _last_success_timestamp_seconds,
+  // _retry_backoff_seconds (the current wait before a retry; 0 when healthy).
+  std::vector<MetricFamily> Metrics() const;
+  static std::vector<MetricDescription> Describe();
+
+ private:
+  void Run();
+  // What to do with the batch after one attempt.
+  enum class Outcome { kDelivered, kRejected, kRetry, kStopped };
+  Outcome Attempt(const QueueBatch& batch, std::chrono::milliseconds* retry_after);
+  // Waits up to `duration`; false once Stop() was called. With `wakeable`, Wake() ends the wait early.
+  bool Sleep(std::chrono::milliseconds duration, bool wakeable);
+  std::chrono::milliseconds NextBackoff(std::chrono::milliseconds retry_after);
+  void SetBackoff(std::chrono::milliseconds backoff);
+
+  DurableQueue* queue_;
+  PushSinkOptions options_;
+  std::unique_ptr<HttpClient> client_;
+  std::thread thread_;
+  std::chrono::milliseconds backoff_{0};  // sending thread only
+  std::minstd_rand rng_;                  // sending thread only (jitter)
+  bool healthy_ = true;                   // sending thread only: for logging transitions once
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool running_ = false;                              // guarded by mu_
+  bool stopping_ = false;                             // guarded by mu_
+  bool woken_ = false;                                // guarded by mu_
+  std::map<std::string, uint64_t> requests_by_code_;  // guarded by mu_
+  uint64_t sent_records_ = 0;                         // guarded by mu_
+  uint64_t sent_bytes_ = 0;                           // guarded by mu_
+  uint64_t failed_requests_ = 0;                      // guarded by mu_
+  uint64_t dropped_rejected_ = 0;                     // guarded by mu_
+  double last_success_unix_seconds_ = 0;              // guarded by mu_
+  double backoff_seconds_ = 0;                        // guarded by mu_
+};
+
+}  // namespace gpuscope
