@@ -57,6 +57,11 @@ std::variant<std::unique_ptr<Simulator>, std::string> Simulator::FromEnvironment
     if (!speed || *speed <= 0) return std::string("GPUSCOPE_SIM_SPEED must be a positive number");
     time.speed = *speed;
   }
+  // Several simulated nodes on one machine must not append to the same kernel log: the variable moves it
+  // (set but empty: no kernel log at all).
+  if (const char* kernel_log = std::getenv("GPUSCOPE_SIM_KERNEL_LOG"); kernel_log != nullptr) {
+    scenario.kernel_log = kernel_log;
+  }
   if (std::getenv("GPUSCOPE_SIM_TIME") != nullptr) {
     time.frozen = EnvNumber("GPUSCOPE_SIM_TIME");
     if (!time.frozen) return std::string("GPUSCOPE_SIM_TIME must be a non-negative number of seconds");

@@ -34,7 +34,8 @@ struct TimeBase {
 
 class Simulator {
  public:
-  // Reads GPUSCOPE_SIM_SCENARIO, GPUSCOPE_SIM_TIME and GPUSCOPE_SIM_SPEED and loads the scenario.
+  // Reads GPUSCOPE_SIM_SCENARIO, GPUSCOPE_SIM_TIME, GPUSCOPE_SIM_SPEED and GPUSCOPE_SIM_KERNEL_LOG and loads
+  // the scenario.
   // Success: the simulator, its clock started. Failure: a message for stderr.
   static std::variant<std::unique_ptr<Simulator>, std::string> FromEnvironment();
 

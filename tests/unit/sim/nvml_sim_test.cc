@@ -28,6 +28,7 @@ class SimNvml : public ::testing::Test {
     unsetenv("GPUSCOPE_SIM_SCENARIO");
     unsetenv("GPUSCOPE_SIM_TIME");
     unsetenv("GPUSCOPE_SIM_SPEED");
+    unsetenv("GPUSCOPE_SIM_KERNEL_LOG");
   }
 
   std::string Write(const std::string& yaml) {
@@ -712,6 +713,36 @@ TEST_F(SimNvml, KernelLogGetsRealXidLines) {
       "[   30.000000] NVRM: Xid (PCI:0000:2a:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on "
       "(GPC 0, TPC 1, SM 0): Out Of Range Address\n");
   std::remove(log.c_str());
+}
+
+TEST_F(SimNvml, KernelLogVariableMovesTheScenariosLogSoNodesDoNotShareIt) {
+  const std::string base = ::testing::TempDir() + "/sim_kern_env_" + std::to_string(getpid());
+  const std::string scenario_log = base + "_scenario.log";
+  const std::string node_log = base + "_node.log";
+  std::remove(scenario_log.c_str());
+  std::remove(node_log.c_str());
+  setenv("GPUSCOPE_SIM_KERNEL_LOG", node_log.c_str(), 1);
+  Init(Write("kernel_log: " + scenario_log +
+             "\ngpus: {count: 1, model: h100}\nfaults:\n  - {type: xid, gpu: 0, at: 10, code: 31}\n"),
+       15);
+  Power(Dev(0));
+  std::ifstream in(node_log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("NVRM: Xid (PCI:0000:18:00): 31,"), std::string::npos) << text.str();
+  EXPECT_FALSE(std::ifstream(scenario_log).good());
+  std::remove(node_log.c_str());
+}
+
+TEST_F(SimNvml, EmptyKernelLogVariableWritesNoKernelLog) {
+  const std::string scenario_log = ::testing::TempDir() + "/sim_kern_off_" + std::to_string(getpid()) + ".log";
+  std::remove(scenario_log.c_str());
+  setenv("GPUSCOPE_SIM_KERNEL_LOG", "", 1);
+  Init(Write("kernel_log: " + scenario_log +
+             "\ngpus: {count: 1, model: h100}\nfaults:\n  - {type: xid, gpu: 0, at: 10, code: 31}\n"),
+       15);
+  Power(Dev(0));
+  EXPECT_FALSE(std::ifstream(scenario_log).good());
 }
 
 TEST_F(SimNvml, BadScenarioGivesAClearErrorNotACrash) {
