@@ -1,13 +1,17 @@
 #include "src/agent/agent.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <thread>
 
+#include "src/agent/events.h"
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
+#include "src/attribution/gpu_directory.h"
 #include "src/attribution/job_table.h"
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
@@ -17,6 +21,7 @@
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
 #include "src/core/version.h"
+#include "src/events/xid_ledger.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
 
@@ -27,7 +32,7 @@ int PrintMetricsDocs(const AgentConfig& config) {
   std::vector<CollectorDocs> docs;
   JobTable jobs;
   GpuProcessTable gpu_processes;
-  CollectorContext context{&jobs, &gpu_processes};
+  CollectorContext context{&jobs, &gpu_processes, nullptr, nullptr};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     docs.push_back({entry.name, entry.help, entry.create(config, context)->Describe()});
   }
@@ -35,6 +40,10 @@ int PrintMetricsDocs(const AgentConfig& config) {
   SlurmJobSource slurm(SlurmJobSourceOptions{}, &jobs);
   docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
                   AttributionSourcesCollector(&mapping, &slurm).Describe()});
+  docs.push_back({"events",
+                  "The event path (on with any --events.* source or --sink.* URL): events classified from "
+                  "kmsg, files and the journal, the push sinks' durable queue and the Loki/OTLP senders",
+                  EventPath::Describe()});
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
   docs.push_back({"prometheus_endpoint", "The /metrics endpoint's own requests and renders (always on)",
@@ -80,9 +89,11 @@ int RunAgent(const AgentConfig& config) {
   }
 
   GpuProcessTable gpu_processes;
+  GpuDirectory gpus;
+  auto xid_ledger = std::make_shared<XidLedger>();
   SnapshotStore store;
   Scheduler scheduler(&store);
-  CollectorContext context{&jobs, &gpu_processes};
+  CollectorContext context{&jobs, &gpu_processes, xid_ledger, &gpus};
   if (mapping || slurm) {
     scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),
                   std::chrono::seconds(5));
@@ -93,6 +104,22 @@ int RunAgent(const AgentConfig& config) {
     scheduler.Add(entry.create(config, context), settings.interval);
     Log(LogLevel::kInfo, "collector enabled",
         {{"collector", entry.name}, {"interval_ms", std::to_string(settings.interval.count())}});
+  }
+
+  // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
+  std::unique_ptr<EventPath> events;
+  if (!config.once) {
+    std::string host = config.hostname;
+    if (host.empty()) {
+      char buffer[256] = {};
+      if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
+    }
+    Status status = EventPath::Create(config, host, xid_ledger.get(), &jobs, &gpus, &events);
+    if (!status.ok()) {
+      Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
+      return 1;
+    }
+    if (events) scheduler.Add(events->MakeCollector(), std::chrono::seconds(5));
   }
 
   if (config.once) {
@@ -126,9 +153,18 @@ int RunAgent(const AgentConfig& config) {
   }
   scheduler.Add(std::make_unique<EndpointSelfCollector>(endpoint.get()), std::chrono::seconds(5));
   scheduler.Start();
+  if (events) {
+    status = events->Start();
+    if (!status.ok()) {
+      Log(LogLevel::kError, "cannot start the event path", {{"error", status.ToString()}});
+      scheduler.Stop();
+      return 1;
+    }
+  }
   status = endpoint->Start();
   if (!status.ok()) {
     Log(LogLevel::kError, "cannot start the metrics endpoint", {{"error", status.ToString()}});
+    if (events) events->Stop();
     scheduler.Stop();
     return 1;
   }
@@ -146,6 +182,7 @@ int RunAgent(const AgentConfig& config) {
   sigwait(&signals, &received);
   Log(LogLevel::kInfo, "shutting down", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
   endpoint->Stop();
+  if (events) events->Stop();
   scheduler.Stop();
   if (slurm) slurm->Stop();
   if (mapping) mapping->Stop();

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -138,6 +139,74 @@ Status ApplySlurm(const YAML::Node& node, AgentConfig* config) {
   });
 }
 
+Status ReadStringList(const YAML::Node& node, const std::string& path, std::vector<std::string>* out) {
+  if (node.IsScalar()) {
+    out->assign(1, node.Scalar());
+    return Status::Ok();
+  }
+  if (!node.IsSequence()) return Status::InvalidArgument(path + ": expected a list of strings");
+  out->clear();
+  for (const auto& item : node) {
+    if (!item.IsScalar()) return Status::InvalidArgument(path + ": expected a list of strings");
+    out->push_back(item.Scalar());
+  }
+  return Status::Ok();
+}
+
+Status ApplyEvents(const YAML::Node& node, AgentConfig* config) {
+  return ForEachKey(node, "events", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "kmsg_path") return ReadString(value, "events.kmsg_path", &config->events_kmsg_path);
+    if (key == "files") return ReadStringList(value, "events.files", &config->events_files);
+    if (key == "journal") {
+      if (value.IsScalar()) return ReadBool(value, "events.journal", &config->events_journal);
+      return ForEachKey(value, "events.journal", [&](const std::string& k, const YAML::Node& v) {
+        if (k == "enabled") return ReadBool(v, "events.journal.enabled", &config->events_journal);
+        if (k == "directory")
+          return ReadString(v, "events.journal.directory", &config->events_journal_directory);
+        if (k == "matches")
+          return ReadStringList(v, "events.journal.matches", &config->events_journal_matches);
+        return Unknown("events.journal", k);
+      });
+    }
+    if (key == "state_dir") return ReadString(value, "events.state_dir", &config->events_state_dir);
+    if (key == "ship_severity")
+      return ReadString(value, "events.ship_severity", &config->events_ship_severity);
+    if (key == "max_line_bytes")
+      return ReadInt(value, "events.max_line_bytes", &config->events_max_line_bytes);
+    if (key == "poll_interval")
+      return ReadDurationNode(value, "events.poll_interval", &config->events_poll_interval);
+    return Unknown("events", key);
+  });
+}
+
+Status ApplySinks(const YAML::Node& node, AgentConfig* config) {
+  return ForEachKey(node, "sinks", [&](const std::string& key, const YAML::Node& value) {
+    if (key == "loki") {
+      return ForEachKey(value, "sinks.loki", [&](const std::string& k, const YAML::Node& v) {
+        if (k == "url") return ReadString(v, "sinks.loki.url", &config->loki_url);
+        if (k == "format") return ReadString(v, "sinks.loki.format", &config->loki_format);
+        if (k == "tenant") return ReadString(v, "sinks.loki.tenant", &config->loki_tenant);
+        return Unknown("sinks.loki", k);
+      });
+    }
+    if (key == "otlp") {
+      return ForEachKey(value, "sinks.otlp", [&](const std::string& k, const YAML::Node& v) {
+        if (k == "url") return ReadString(v, "sinks.otlp.url", &config->otlp_url);
+        return Unknown("sinks.otlp", k);
+      });
+    }
+    if (key == "queue") {
+      return ForEachKey(value, "sinks.queue", [&](const std::string& k, const YAML::Node& v) {
+        if (k == "directory") return ReadString(v, "sinks.queue.directory", &config->queue_dir);
+        if (k == "max_mib") return ReadInt(v, "sinks.queue.max_mib", &config->queue_max_mib);
+        return Unknown("sinks.queue", k);
+      });
+    }
+    if (key == "tls_ca_file") return ReadString(value, "sinks.tls_ca_file", &config->sink_tls_ca_file);
+    return Unknown("sinks", key);
+  });
+}
+
 Status ApplyLog(const YAML::Node& log, AgentConfig* config) {
   return ForEachKey(log, "log", [&](const std::string& key, const YAML::Node& value) {
     if (key == "level") return ReadString(value, "log.level", &config->log_level);
@@ -194,6 +263,28 @@ constexpr FlagSpec kFlags[] = {
     {"slurm.command-timeout", "Hard limit for each Slurm command of the slurm collector (default 15s).",
      true},
     {"slurm.include-user", "user label on the slurm collector's job counts (default true).", false},
+    {"events.kmsg-path", "Read kernel log records from this device (/dev/kmsg on a node; default: off).",
+     true},
+    {"events.file", "Tail files matching this glob (job outputs, the slurmd log); repeatable.", true},
+    {"events.journal", "Read the systemd journal (default false).", false},
+    {"events.journal.directory", "Journal directory to read instead of the system journal.", true},
+    {"events.journal.match", "Only journal entries matching FIELD=value (OR-ed); repeatable.", true},
+    {"events.state-dir",
+     "Where event sources keep checkpoints and the sinks their queue (default "
+     "/var/lib/gpuscope).",
+     true},
+    {"events.ship-severity", "Ship events at or above: debug, info (default), warning, error, critical.",
+     true},
+    {"events.max-line-bytes", "Longer lines are cut with a \" [truncated]\" marker (default 65536).", true},
+    {"events.poll-interval", "How often the event sources are read (default 250ms).", true},
+    {"sink.loki.url", "Push events to Loki at this URL (e.g. http://loki:3100/loki/api/v1/push).", true},
+    {"sink.loki.format", "Loki push body: protobuf (snappy, default) or json.", true},
+    {"sink.loki.tenant", "X-Scope-OrgID for a multi-tenant Loki.", true},
+    {"sink.otlp.url", "Push events as OTLP/HTTP logs to this URL (e.g. http://collector:4318/v1/logs).",
+     true},
+    {"sink.tls.ca-file", "PEM file of CAs the push sinks trust for https (default: system store).", true},
+    {"sink.queue.directory", "The push sinks' durable queue (default <events.state-dir>/queue).", true},
+    {"sink.queue.max-mib", "Bound on the queue's disk use; the oldest records go first (default 256).", true},
     {"log.level", "debug, info, warn or error (default info).", true},
     {"log.format", "logfmt or json (default logfmt).", true},
     {"once", "Collect once, print the exposition to stdout and exit.", false},
@@ -227,12 +318,34 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
       {"slurm.bin-dir", &config->slurm_bin_dir},
       {"log.level", &config->log_level},
       {"log.format", &config->log_format},
+      {"events.kmsg-path", &config->events_kmsg_path},
+      {"events.journal.directory", &config->events_journal_directory},
+      {"events.state-dir", &config->events_state_dir},
+      {"events.ship-severity", &config->events_ship_severity},
+      {"sink.loki.url", &config->loki_url},
+      {"sink.loki.format", &config->loki_format},
+      {"sink.loki.tenant", &config->loki_tenant},
+      {"sink.otlp.url", &config->otlp_url},
+      {"sink.tls.ca-file", &config->sink_tls_ca_file},
+      {"sink.queue.directory", &config->queue_dir},
   };
   for (const auto& [flag, target] : strings) {
     if (name == flag) {
       *target = value;
       return Status::Ok();
     }
+  }
+  // Repeatable flags: each occurrence adds one value (to what the config file listed).
+  if (name == "events.file") {
+    config->events_files.push_back(value);
+    return Status::Ok();
+  }
+  if (name == "events.journal.match") {
+    config->events_journal_matches.push_back(value);
+    return Status::Ok();
+  }
+  if (name == "events.poll-interval") {
+    return ReadDuration(value, "--events.poll-interval", &config->events_poll_interval);
   }
   if (name == "nvml.call-deadline") {
     return ReadDuration(value, "--nvml.call-deadline", &config->nvml_call_deadline);
@@ -243,13 +356,19 @@ Status ApplyFlag(std::string_view name, const std::string& value, AgentConfig* c
   if (name == "attribution.slurm.interval") {
     return ReadDuration(value, "--attribution.slurm.interval", &config->slurm_interval);
   }
-  if (name == "web.max-connections") {
+  const std::pair<std::string_view, int*> ints[] = {
+      {"web.max-connections", &config->max_connections},
+      {"events.max-line-bytes", &config->events_max_line_bytes},
+      {"sink.queue.max-mib", &config->queue_max_mib},
+  };
+  for (const auto& [flag, target] : ints) {
+    if (name != flag) continue;
     try {
       size_t used = 0;
-      config->max_connections = std::stoi(value, &used);
+      *target = std::stoi(value, &used);
       if (used != value.size()) throw std::invalid_argument(value);
     } catch (const std::exception&) {
-      return Status::InvalidArgument("--web.max-connections: expected an integer, got '" + value + "'");
+      return Status::InvalidArgument("--" + std::string(flag) + ": expected an integer, got '" + value + "'");
     }
     return Status::Ok();
   }
@@ -267,6 +386,7 @@ Status ApplyBoolFlag(std::string_view name, bool value, AgentConfig* config) {
       {"attribution.proc", &config->attribution_proc},
       {"attribution.slurm", &config->attribution_slurm},
       {"slurm.include-user", &config->slurm_include_user},
+      {"events.journal", &config->events_journal},
   };
   for (const auto& [flag, target] : bools) {
     if (name == flag) {
@@ -330,6 +450,8 @@ Status ApplyConfigYaml(std::string_view yaml, AgentConfig* config) {
       if (key == "attribution") return ApplyAttribution(value, config);
       if (key == "slurm") return ApplySlurm(value, config);
       if (key == "collectors") return ApplyCollectors(value, config);
+      if (key == "events") return ApplyEvents(value, config);
+      if (key == "sinks") return ApplySinks(value, config);
       return Unknown("the top level", key);
     });
   } catch (const YAML::Exception& e) {
@@ -433,6 +555,34 @@ Status ValidateConfig(const AgentConfig& config) {
     if (collector.interval.count() <= 0) {
       return Status::InvalidArgument("collectors." + name + ".interval must be positive");
     }
+  }
+  const std::string_view severities[] = {"debug", "info", "warning", "error", "critical"};
+  if (std::find(std::begin(severities), std::end(severities), config.events_ship_severity) ==
+      std::end(severities)) {
+    return Status::InvalidArgument(
+        "events.ship_severity must be debug, info, warning, error or critical, got '" +
+        config.events_ship_severity + "'");
+  }
+  if (config.events_max_line_bytes < 256)
+    return Status::InvalidArgument("events.max_line_bytes must be >= 256");
+  if (config.events_poll_interval.count() <= 0) {
+    return Status::InvalidArgument("events.poll_interval must be positive");
+  }
+  if (config.loki_format != "protobuf" && config.loki_format != "json") {
+    return Status::InvalidArgument("sinks.loki.format must be protobuf or json, got '" + config.loki_format +
+                                   "'");
+  }
+  for (const auto& [what, url] : {std::pair<std::string, std::string>{"sinks.loki.url", config.loki_url},
+                                  std::pair<std::string, std::string>{"sinks.otlp.url", config.otlp_url}}) {
+    if (!url.empty() && !url.starts_with("http://") && !url.starts_with("https://")) {
+      return Status::InvalidArgument(what + " must start with http:// or https://, got '" + url + "'");
+    }
+  }
+  if (config.queue_max_mib < 1) return Status::InvalidArgument("sinks.queue.max_mib must be at least 1");
+  if ((!config.loki_url.empty() || !config.otlp_url.empty()) && config.events_state_dir.empty() &&
+      config.queue_dir.empty()) {
+    return Status::InvalidArgument(
+        "push sinks need a queue directory: set events.state_dir or sinks.queue.directory");
   }
   return Status::Ok();
 }

@@ -58,6 +58,26 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_command_timeout{15000};
   bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
 
+  // events: sources (all off unless set), checkpoints, what is shipped
+  std::string events_kmsg_path;                        // /dev/kmsg on a node
+  std::vector<std::string> events_files;               // globs; --events.file is repeatable
+  bool events_journal = false;                         // the systemd journal
+  std::string events_journal_directory;                // empty: the system journal
+  std::vector<std::string> events_journal_matches;     // "FIELD=value", OR-ed; empty: every entry
+  std::string events_state_dir = "/var/lib/gpuscope";  // checkpoints and the sinks' queue
+  std::string events_ship_severity = "info";           // debug, info, warning, error, critical
+  int events_max_line_bytes = 64 * 1024;
+  std::chrono::milliseconds events_poll_interval{250};
+
+  // push sinks (events); both share one durable queue under <state dir>/queue
+  std::string loki_url;                  // e.g. http://loki:3100/loki/api/v1/push
+  std::string loki_format = "protobuf";  // protobuf (snappy) or json
+  std::string loki_tenant;               // X-Scope-OrgID
+  std::string otlp_url;                  // e.g. http://collector:4318/v1/logs
+  std::string sink_tls_ca_file;          // https: CAs to trust instead of the system store
+  std::string queue_dir;                 // empty: <events state dir>/queue
+  int queue_max_mib = 256;
+
   // Keyed by collector name; filled with every registered collector's defaults before parsing.
   std::map<std::string, CollectorConfig, std::less<>> collectors;
 

@@ -38,6 +38,7 @@ CollectorRegistry MakeBuiltins() {
          GpuCollectorOptions options;
          options.nvml_library = config.nvml_library;
          options.call_deadline = config.nvml_call_deadline;
+         options.xid_ledger = context.xid_ledger;
          if (!config.hostname.empty()) options.hostname = config.hostname;
          options.dcgm_compat = config.dcgm_compat == "4.9" ? DcgmCompat::kDcgm49 : DcgmCompat::kDcgm3;
          // Every GPU series is tied to its job by the attribution layer wrapped around the collector.
@@ -47,6 +48,7 @@ CollectorRegistry MakeBuiltins() {
          attribution.hpc_job_label = config.hpc_job_label;
          attribution.device_map_file = config.device_map_file;
          attribution.processes = context.gpu_processes;
+         attribution.gpus = context.gpus;
          if (attribution.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
            attribution.device_map_file = "/run/gpuscope/devices";
          }

@@ -18,12 +18,16 @@
 namespace gpuscope {
 
 class JobTable;
+class GpuDirectory;
 class GpuProcessTable;
+class XidLedger;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
   JobTable* jobs = nullptr;                  // attribution: never null when created by the agent
   GpuProcessTable* gpu_processes = nullptr;  // the GPU cycle's processes, for collectors that need them
+  std::shared_ptr<XidLedger> xid_ledger;     // XIDs merged from NVML and the kernel log (null: GPU's own)
+  GpuDirectory* gpus = nullptr;              // GPUs by PCI bus id, published by the GPU cycle for events
 };
 
 struct CollectorEntry {

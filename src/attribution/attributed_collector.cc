@@ -10,9 +10,11 @@
 #include <set>
 #include <string_view>
 
+#include "src/attribution/gpu_directory.h"
 #include "src/attribution/proc_resolver.h"
 #include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
+#include "src/parsers/pci.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -246,6 +248,7 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
     options_.processes->Update(std::move(refs));
   }
   if (!options_.device_map_file.empty()) WriteDeviceMap(families);
+  if (options_.gpus != nullptr) PublishGpuDirectory(families);
   for (MetricFamily& family : families) out.push_back(std::move(family));
   out.push_back(std::move(job_info));
   out.push_back(std::move(allocation_info));
@@ -255,6 +258,20 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
     for (MetricFamily& family : resolver_->SelfMetrics()) out.push_back(std::move(family));
   }
   return status;
+}
+
+void AttributedCollector::PublishGpuDirectory(const std::vector<MetricFamily>& families) {
+  std::map<std::string, GpuIdentityRef> by_bus;
+  for (const MetricFamily& family : families) {
+    if (family.name != kGpuUp) continue;
+    for (const Sample& s : family.samples) {
+      std::string_view uuid = LabelValue(s.labels, "UUID");
+      std::optional<std::string> bus = CanonicalPciBusId(LabelValue(s.labels, "pci_bus_id"));
+      if (uuid.empty() || !bus) continue;  // not opened yet
+      by_bus[*bus] = GpuIdentityRef{std::string(LabelValue(s.labels, "gpu")), std::string(uuid)};
+    }
+  }
+  options_.gpus->Publish(std::move(by_bus));
 }
 
 void AttributedCollector::WriteDeviceMap(const std::vector<MetricFamily>& families) {

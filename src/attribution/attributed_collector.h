@@ -24,11 +24,13 @@ namespace gpuscope {
 class ProcResolver;
 
 class GpuProcessTable;
+class GpuDirectory;
 
 struct AttributionOptions {
   bool hpc_job_label = true;    // add hpc_job to GPU series (off: only the join series, for cardinality)
   std::string device_map_file;  // "nvml_index minor pci_bus_id uuid" lines for the prolog; empty: none
   GpuProcessTable* processes = nullptr;  // when set, receives each cycle's GPU processes with their jobs
+  GpuDirectory* gpus = nullptr;          // when set, receives each cycle's GPUs by PCI bus id (events use it)
 };
 
 class AttributedCollector : public Collector {
@@ -47,6 +49,7 @@ class AttributedCollector : public Collector {
 
  private:
   void WriteDeviceMap(const std::vector<MetricFamily>& families);
+  void PublishGpuDirectory(const std::vector<MetricFamily>& families);
 
   std::unique_ptr<Collector> inner_;
   JobTable* table_;

@@ -228,11 +228,16 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetName (read at init)");
   b.Mig(F::kMigInstanceInfo);
   b.Add(F::kXidErrorsTotal, "gpuscope_xid_errors_total", C,
-        "XID errors the driver reported since the agent started, by XID; alert on increase().",
-        "nvmlEventSetWait_v2 (nvmlEventTypeXidCriticalError)", {"xid"});
+        "XID errors the driver reported, by XID and the catalog's recommended action (ignore, restart_app, "
+        "reset_gpu, reboot, contact_support); NVML events and kernel-log lines merged, each counted once; "
+        "alert on increase().",
+        "nvmlEventSetWait_v2 (nvmlEventTypeXidCriticalError) and NVRM Xid lines of the event sources "
+        "(kmsg, journal, files); a GPU NVML does not show keeps its pci_bus_id and an empty gpu",
+        {"xid", "action"});
   b.Add(F::kXidLastSeenTimestampSeconds, "gpuscope_xid_last_seen_timestamp_seconds", G,
-        "When the XID was last reported (Unix time).", "nvmlEventSetWait_v2 (nvmlEventTypeXidCriticalError)",
-        {"xid"}, "seconds");
+        "When the XID was last reported (Unix time).",
+        "nvmlEventSetWait_v2 (nvmlEventTypeXidCriticalError) and NVRM Xid lines of the event sources",
+        {"xid", "action"}, "seconds");
   return b.specs;
 }
 

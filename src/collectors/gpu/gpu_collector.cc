@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <utility>
 
 #include "src/collectors/gpu/gpu_worker.h"
 #include "src/collectors/gpu/xid_events.h"
 #include "src/core/log.h"
+#include "src/events/xid_ledger.h"
+#include "src/parsers/pci.h"
 #include "src/platform/nvml/nvml_library.h"
 
 namespace gpuscope {
@@ -21,7 +24,9 @@ std::string LocalHostname() {
 }  // namespace
 
 GpuCollector::GpuCollector(GpuCollectorOptions options)
-    : options_(std::move(options)), specs_(FamilySpecs(options_.dcgm_compat)) {
+    : options_(std::move(options)),
+      specs_(FamilySpecs(options_.dcgm_compat)),
+      xid_ledger_(options_.xid_ledger != nullptr ? options_.xid_ledger : std::make_shared<XidLedger>()) {
   node_.compat = options_.dcgm_compat;
   node_.host.name = std::string(HostnameLabelName(options_.dcgm_compat));
   node_.host.value = options_.hostname.empty() ? LocalHostname() : options_.hostname;
@@ -143,6 +148,20 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     }
   }
   if (!to_watch.empty()) xids_->Watch(to_watch);
+  std::map<std::string, size_t> by_bus;  // canonical PCI bus id -> GPU index, for the ledger's XIDs
+  for (size_t i = 0; i < n; ++i) {
+    if (devices[i] == nullptr) continue;
+    if (auto bus = CanonicalPciBusId(devices[i]->identity().pci_bus_id)) by_bus.emplace(*bus, i);
+  }
+  // NVML's XID events go into the ledger the kernel log also feeds, which counts each event once.
+  for (const XidCount& c : xids_->Counts()) {
+    uint64_t& fed = xids_fed_[{c.gpu_index, c.xid}];
+    if (c.count <= fed || c.gpu_index >= n || devices[c.gpu_index] == nullptr) continue;
+    const std::string& bus = devices[c.gpu_index]->identity().pci_bus_id;
+    for (; fed < c.count; ++fed) {
+      xid_ledger_->Record(XidObserver::kNvml, bus, static_cast<uint32_t>(c.xid), c.last_seen_seconds);
+    }
+  }
 
   std::vector<MetricFamily> families(kGpuFamilyCount);
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
@@ -197,17 +216,31 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     for (GpuSample& s : gpu.buffer) family(s.family).samples.push_back(std::move(s.sample));
     gpu.buffer.clear();
     family(GpuFamily::kXidErrors)
-        .samples.push_back(Sample{labels, static_cast<double>(xids_->LastXid(static_cast<unsigned int>(i)))});
+        .samples.push_back(
+            Sample{labels, static_cast<double>(xid_ledger_->LastXid(device->identity().pci_bus_id))});
   }
-  for (const XidCount& c : xids_->Counts()) {
-    if (c.gpu_index >= n || devices[c.gpu_index] == nullptr) continue;
-    const Labels& labels = devices[c.gpu_index]->labels();
-    std::string xid = std::to_string(c.xid);
-    Sample total{labels, static_cast<double>(c.count)};
+  for (const XidLedgerEntry& e : xid_ledger_->Entries()) {
+    Labels labels;
+    auto gpu = by_bus.find(e.pci_bus_id);
+    if (gpu != by_bus.end()) {
+      labels = devices[gpu->second]->labels();
+    } else {
+      // A GPU NVML does not show (lost before the agent started, or not opened): the kernel log's XIDs
+      // still count, under its bus id.
+      labels = PlaceholderGpuLabels(0, node_.host, node_.driver_version);
+      for (auto& [name, value] : labels) {
+        if (name == "gpu") value.clear();
+        if (name == "pci_bus_id") value = e.pci_bus_id;
+      }
+    }
+    std::string xid = std::to_string(e.xid);
+    Sample total{labels, static_cast<double>(e.count)};
     total.labels.emplace_back("xid", xid);
+    total.labels.emplace_back("action", e.action);
     family(GpuFamily::kXidErrorsTotal).samples.push_back(std::move(total));
-    Sample seen{labels, c.last_seen_seconds};
+    Sample seen{std::move(labels), e.last_seen_seconds};
     seen.labels.emplace_back("xid", std::move(xid));
+    seen.labels.emplace_back("action", e.action);
     family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
   }
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {

@@ -4,7 +4,9 @@
 // gpuscope_gpu_up 0 while the others keep reporting, at start-up as later. A GPU that cannot be opened is
 // reported down with placeholder labels (gpu="<index>", empty identity) and its open is retried at most
 // every init_retry_interval. XID errors come from NVML event threads (GPUs that open late are added);
-// GPM metrics (Hopper+) are computed between cycles. Logs go to the core logger (collector=gpu).
+// GPM metrics (Hopper+) are computed between cycles. XID counts come from an XidLedger shared with the
+// event pipeline, which merges NVML's XID events with the kernel log's "NVRM: Xid" lines. Logs go to the core
+// logger (collector=gpu).
 //
 // Thread-safety: as Collector: Collect() from the scheduler thread only; Describe(), Name() and
 // Healthy() from any thread.
@@ -12,6 +14,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +30,7 @@ namespace gpuscope {
 class GpuWorker;
 class NvmlLibrary;
 class XidEventMonitor;
+class XidLedger;
 
 struct GpuCollectorOptions {
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml.library
@@ -38,6 +43,8 @@ struct GpuCollectorOptions {
   // When NVML cannot be loaded or initialised, or a GPU cannot be opened, Collect() tries again at most
   // this often (per GPU for opens).
   std::chrono::milliseconds init_retry_interval{10000};
+  // The XID count shared with the event pipeline's kernel-log XIDs; null: the collector keeps its own.
+  std::shared_ptr<XidLedger> xid_ledger;
 };
 
 class GpuCollector : public Collector {
@@ -84,6 +91,8 @@ class GpuCollector : public Collector {
   std::shared_ptr<NvmlLibrary> nvml_;
   std::vector<Gpu> gpus_;
   std::unique_ptr<XidEventMonitor> xids_;
+  std::shared_ptr<XidLedger> xid_ledger_;
+  std::map<std::pair<unsigned int, unsigned long long>, uint64_t> xids_fed_;  // NVML counts fed so far
 };
 
 }  // namespace gpuscope

@@ -155,6 +155,22 @@ TEST(AgentConfig, EveryListedFlagHasAHandler) {
                                 "--attribution.slurm",
                                 "--attribution.slurm.scontrol=/s",
                                 "--attribution.slurm.interval=1s",
+                                "--events.kmsg-path=/dev/kmsg",
+                                "--events.file=/var/log/*.out",
+                                "--events.journal",
+                                "--events.journal.directory=/var/log/journal",
+                                "--events.journal.match=_TRANSPORT=kernel",
+                                "--events.state-dir=/s",
+                                "--events.ship-severity=warning",
+                                "--events.max-line-bytes=4096",
+                                "--events.poll-interval=1s",
+                                "--sink.loki.url=http://l:3100/loki/api/v1/push",
+                                "--sink.loki.format=json",
+                                "--sink.loki.tenant=t",
+                                "--sink.otlp.url=http://o:4318/v1/logs",
+                                "--sink.tls.ca-file=/ca.pem",
+                                "--sink.queue.directory=/q",
+                                "--sink.queue.max-mib=64",
                                 "--log.level=warn",
                                 "--log.format=json",
                                 "--once",
@@ -167,6 +183,79 @@ TEST(AgentConfig, EveryListedFlagHasAHandler) {
     EXPECT_THAT(help, HasSubstr("--" + name)) << name;
     EXPECT_TRUE(ApplyFlags({std::string(flag)}, &config).ok()) << flag;
   }
+}
+
+TEST(AgentConfig, EventSourcesAndSinksFromFlagsAlone) {
+  // A one-off run needs no config file: repeatable --events.file, the journal, both sinks.
+  AgentConfig config = Defaults();
+  Status status =
+      LoadConfig({"--events.file", "/logs/slurm-*.out", "--events.file=/var/log/slurm/slurmd.log",
+                  "--events.kmsg-path", "/dev/kmsg", "--events.journal", "--events.journal.match",
+                  "_TRANSPORT=kernel", "--sink.loki.url", "http://127.0.0.1:3100/loki/api/v1/push",
+                  "--sink.otlp.url=https://collector:4318/v1/logs", "--events.state-dir=/tmp/s"},
+                 &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.events_files,
+            (std::vector<std::string>{"/logs/slurm-*.out", "/var/log/slurm/slurmd.log"}));
+  EXPECT_EQ(config.events_kmsg_path, "/dev/kmsg");
+  EXPECT_TRUE(config.events_journal);
+  EXPECT_EQ(config.events_journal_matches, (std::vector<std::string>{"_TRANSPORT=kernel"}));
+  EXPECT_EQ(config.loki_url, "http://127.0.0.1:3100/loki/api/v1/push");
+  EXPECT_EQ(config.otlp_url, "https://collector:4318/v1/logs");
+  EXPECT_EQ(config.events_state_dir, "/tmp/s");
+}
+
+TEST(AgentConfig, EventSourcesAndSinksFromYaml) {
+  AgentConfig config = Defaults();
+  Status status = ApplyConfigYaml(R"(
+events:
+  kmsg_path: /dev/kmsg
+  files: [/logs/slurm-*.out, /var/log/slurm/slurmd.log]
+  journal: {enabled: true, directory: /var/log/journal, matches: [_TRANSPORT=kernel, _SYSTEMD_UNIT=slurmd.service]}
+  state_dir: /var/lib/gpuscope
+  ship_severity: warning
+  max_line_bytes: 8192
+  poll_interval: 500ms
+sinks:
+  loki: {url: "http://loki:3100/loki/api/v1/push", format: json, tenant: team-a}
+  otlp: {url: "http://otel:4318/v1/logs"}
+  queue: {directory: /var/lib/gpuscope/q, max_mib: 32}
+  tls_ca_file: /etc/ssl/ca.pem
+)",
+                                  &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.events_files.size(), 2u);
+  EXPECT_EQ(config.events_journal_directory, "/var/log/journal");
+  EXPECT_EQ(config.events_journal_matches.size(), 2u);
+  EXPECT_EQ(config.events_ship_severity, "warning");
+  EXPECT_EQ(config.events_max_line_bytes, 8192);
+  EXPECT_EQ(config.events_poll_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(config.loki_format, "json");
+  EXPECT_EQ(config.loki_tenant, "team-a");
+  EXPECT_EQ(config.queue_dir, "/var/lib/gpuscope/q");
+  EXPECT_EQ(config.queue_max_mib, 32);
+  EXPECT_EQ(config.sink_tls_ca_file, "/etc/ssl/ca.pem");
+  EXPECT_TRUE(ValidateConfig(config).ok());
+  // The file's list, then each --events.file adds one.
+  ASSERT_TRUE(ApplyFlags({"--events.file=/extra/*.log"}, &config).ok());
+  EXPECT_EQ(config.events_files.size(), 3u);
+}
+
+TEST(AgentConfig, BadEventAndSinkSettingsAreErrorsNamingTheKey) {
+  AgentConfig config = Defaults();
+  EXPECT_THAT(ApplyConfigYaml("events: {kmsg: /dev/kmsg}", &config).message(), HasSubstr("kmsg"));
+  EXPECT_THAT(ApplyConfigYaml("events: {files: {a: b}}", &config).message(), HasSubstr("events.files"));
+  EXPECT_THAT(ApplyConfigYaml("sinks: {loki: {uri: x}}", &config).message(), HasSubstr("uri"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.loki.url=loki:3100"}, &config).message(), HasSubstr("http://"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.loki.format=xml"}, &config).message(), HasSubstr("sinks.loki.format"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--events.ship-severity=loud"}, &config).message(), HasSubstr("ship_severity"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--events.max-line-bytes=10"}, &config).message(), HasSubstr("max_line_bytes"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.queue.max-mib=lots"}, &config).message(), HasSubstr("expected an integer"));
 }
 
 TEST(AgentConfig, BadFlagsAreErrors) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "src/collectors/gpu/gpu_collector.h"
+#include "src/events/xid_ledger.h"
 #include "tests/unit/collectors/gpu/gpu_test_util.h"
 
 namespace gpuscope {
@@ -162,6 +163,46 @@ TEST(GpuCollectorFakeTest, LostGpuReportsDownWhileTheOtherKeepsReporting) {
   EXPECT_NE(FindSample(out, "DCGM_FI_DEV_SM_CLOCK", {{"gpu", "1"}}), nullptr);
   // Identity stays published for the lost GPU.
   EXPECT_NE(FindSample(out, "gpuscope_gpu_info", {{"gpu", "0"}}), nullptr);
+}
+
+TEST(GpuCollectorFakeTest, KernelLogAndNvmlXidsOfOneEventCountOnceAndUnknownGpusKeepTheirBusId) {
+  FakeNvml fake;
+  GpuCollectorOptions options = FakeOptions();
+  options.xid_ledger = std::make_shared<XidLedger>(std::chrono::seconds(30));
+  GpuCollector collector(options);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  const Sample* info = FindSample(out, "gpuscope_gpu_info", {{"gpu", "1"}});
+  ASSERT_NE(info, nullptr);
+  const std::string bus(LabelValue(info->labels, "pci_bus_id"));
+  ASSERT_FALSE(bus.empty());
+  const double now = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  // The kernel log's line arrives first; NVML's event for the same XID follows.
+  EXPECT_TRUE(options.xid_ledger->Record(XidObserver::kKernelLog, bus, 79, now));
+  // An XID on a bus NVML does not show (a GPU lost before the agent started).
+  EXPECT_TRUE(options.xid_ledger->Record(XidObserver::kKernelLog, "0000:ee:00.0", 79, now));
+  fake.PushXid(1, 79);
+  for (int cycle = 0; cycle < 100 && options.xid_ledger->merged() == 0; ++cycle) {
+    out.clear();
+    collector.Collect(out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(options.xid_ledger->merged(), 1u);
+  out.clear();
+  collector.Collect(out);
+  const Sample* known = FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "1"}, {"xid", "79"}});
+  ASSERT_NE(known, nullptr);
+  EXPECT_EQ(known->value, 1);
+  EXPECT_EQ(LabelValue(known->labels, "action"), "reboot");
+  const Sample* unknown =
+      FindSample(out, "gpuscope_xid_errors_total", {{"pci_bus_id", "00000000:EE:00.0"}, {"xid", "79"}});
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->value, 1);
+  EXPECT_EQ(LabelValue(unknown->labels, "gpu"), "");
+  EXPECT_EQ(LabelValue(unknown->labels, "Hostname"), "node1");
+  EXPECT_EQ(FindSample(out, "DCGM_FI_DEV_XID_ERRORS", {{"gpu", "1"}})->value, 79);
 }
 
 TEST(GpuCollectorFakeTest, XidEventsAreCountedOnceEach) {

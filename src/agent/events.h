@@ -1,0 +1,50 @@
+// EventPath: the agent's event tier, wired from the config: the EventPipeline (kmsg, files, journal →
+// classifiers → attribution, counters, XID ledger), one DurableQueue shared by the push sinks, and a
+// PushSender per configured sink (Loki, OTLP). Its metrics are the "events" collector's.
+//
+// Thread-safety: Create/Start/Stop from the agent's main thread; the collector from the scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/agent/config.h"
+#include "src/core/collector.h"
+#include "src/core/status.h"
+
+namespace gpuscope {
+
+class DurableQueue;
+class EventPipeline;
+class GpuDirectory;
+class JobTable;
+class PushSender;
+class XidLedger;
+
+class EventPath {
+ public:
+  // Nothing configured (no source and no sink) leaves *path empty and returns Ok. The queue directory
+  // must be writable when a sink is configured.
+  static Status Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
+                       const GpuDirectory* gpus, std::unique_ptr<EventPath>* path);
+  ~EventPath();
+
+  // Starts the senders, then the pipeline. A sink that cannot start is an error.
+  Status Start();
+  // Stops the pipeline, then the senders (what is queued stays queued for the next start).
+  void Stop();
+
+  // The "events" collector: pipeline, queue and sink metrics.
+  std::unique_ptr<Collector> MakeCollector();
+  // Every family that collector may emit (for the docs).
+  static std::vector<MetricDescription> Describe();
+
+ private:
+  EventPath() = default;
+  std::unique_ptr<DurableQueue> queue_;
+  std::vector<std::unique_ptr<PushSender>> senders_;
+  std::unique_ptr<EventPipeline> pipeline_;
+};
+
+}  // namespace gpuscope

@@ -1,0 +1,372 @@
+#include "src/events/event_pipeline.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "src/attribution/event_attribution.h"
+#include "src/attribution/gpu_directory.h"
+#include "src/attribution/job_table.h"
+#include "src/core/log.h"
+#include "src/core/utf8.h"
+#include "src/events/classifiers/job_classifier.h"
+#include "src/events/classifiers/kernel_classifier.h"
+#include "src/events/sources/file_tailer.h"
+#include "src/events/sources/journal_reader.h"
+#include "src/events/sources/kmsg_reader.h"
+#include "src/events/xid_ledger.h"
+
+namespace gpuscope {
+namespace {
+
+constexpr std::string_view kTruncatedMarker = " [truncated]";
+
+int64_t ClockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string StatePath(const std::string& dir, std::string_view name) {
+  if (dir.empty()) return "";
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::optional<uint32_t> ParseXid(std::string_view text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return v;
+}
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+}  // namespace
+
+EventPipeline::EventPipeline(EventPipelineOptions options, XidLedger* ledger, const JobTable* jobs,
+                             const GpuDirectory* gpus)
+    : options_(std::move(options)), ledger_(ledger), jobs_(jobs), gpus_(gpus) {
+  if (!options_.state_dir.empty()) {
+    std::error_code ignored;
+    std::filesystem::create_directories(options_.state_dir, ignored);
+  }
+  if (!options_.kmsg_path.empty()) {
+    KmsgReader::Options o;
+    o.path = options_.kmsg_path;
+    o.checkpoint_path = StatePath(options_.state_dir, "kmsg.seq");
+    kmsg_ = std::make_unique<KmsgReader>(std::move(o));
+  }
+  if (!options_.file_globs.empty()) {
+    FileTailer::Options o;
+    o.globs = options_.file_globs;
+    o.checkpoint_path = StatePath(options_.state_dir, "files.checkpoint");
+    o.max_line_bytes = options_.max_line_bytes;
+    files_ = std::make_unique<FileTailer>(std::move(o));
+  }
+  if (options_.journal) {
+    JournalReader::Options o;
+    o.directory = options_.journal_directory;
+    o.matches = options_.journal_matches;
+    o.checkpoint_path = StatePath(options_.state_dir, "journal.cursor");
+    o.max_line_bytes = options_.max_line_bytes;
+    o.max_entries_per_poll = 10000;
+    journal_ = std::make_unique<JournalReader>(std::move(o));
+  }
+}
+
+EventPipeline::~EventPipeline() { Stop(); }
+
+Status EventPipeline::Start() {
+  if (!kmsg_ && !files_ && !journal_) {
+    return Status::InvalidArgument("no event source configured (kmsg path, file globs or journal)");
+  }
+  {
+    std::lock_guard lock(wait_mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::Ok();
+}
+
+void EventPipeline::Stop() {
+  {
+    std::lock_guard lock(wait_mu_);
+    stop_ = true;
+  }
+  wait_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventPipeline::Run() {
+  // The first poll always runs, so what is there at start is read even when Stop() follows at once.
+  std::unique_lock lock(wait_mu_);
+  do {
+    lock.unlock();
+    PollOnce();
+    lock.lock();
+    wait_cv_.wait_for(lock, options_.poll_interval, [this] { return stop_; });
+  } while (!stop_);
+}
+
+void EventPipeline::PollOnce() {
+  shipped_this_poll_ = false;
+  if (kmsg_) PollKmsg();
+  if (files_) PollFiles();
+  if (journal_) PollJournal();
+  if (shipped_this_poll_ && options_.flush) options_.flush();
+}
+
+int64_t EventPipeline::NowUnixNs() const {
+  return options_.now_unix_ns ? options_.now_unix_ns() : ClockNs(CLOCK_REALTIME);
+}
+
+void EventPipeline::SourceError(const std::string& source, const Status& status) {
+  std::lock_guard lock(mu_);
+  ++sources_[source].errors;
+  std::string& last = last_error_[source];
+  if (last != status.message()) {
+    last = status.message();
+    Log(LogLevel::kWarn, "event source failed", {{"source", source}, {"error", status.message()}});
+  }
+}
+
+void EventPipeline::PollKmsg() {
+  if (!kmsg_open_) {
+    Status status = kmsg_->Open();
+    if (!status.ok()) return SourceError("kmsg", status);
+    kmsg_open_ = true;
+  }
+  // Kernel timestamps are CLOCK_MONOTONIC; the record's wall time is now minus its age.
+  const int64_t now_unix = NowUnixNs();
+  const int64_t now_mono = options_.now_monotonic_ns ? options_.now_monotonic_ns() : ClockNs(CLOCK_MONOTONIC);
+  const KmsgReader::Counters before = kmsg_->counters();
+  uint64_t lines = 0;
+  Status status = kmsg_->PollOnce([&](const KmsgRecord& record) {
+    ++lines;
+    const int64_t age = now_mono - static_cast<int64_t>(record.timestamp_usec) * 1000;
+    ProcessLine("kmsg", options_.kmsg_path, record.message, age > 0 ? now_unix - age : now_unix, true);
+  });
+  const KmsgReader::Counters& after = kmsg_->counters();
+  {
+    std::lock_guard lock(mu_);
+    sources_["kmsg"].lines += lines;
+    kmsg_overruns_ += after.overruns - before.overruns;
+    kmsg_missed_ += after.missed - before.missed;
+  }
+  if (!status.ok()) SourceError("kmsg", status);
+}
+
+void EventPipeline::PollFiles() {
+  const FileTailer::Counters before = files_->counters();
+  uint64_t lines = 0;
+  Status status = files_->PollOnce([&](std::string_view path, std::string_view line) {
+    ++lines;
+    ProcessLine("file", path, line, 0, false);
+  });
+  const FileTailer::Counters& after = files_->counters();
+  {
+    std::lock_guard lock(mu_);
+    sources_["file"].lines += lines;
+    sources_["file"].truncated += after.truncated_lines - before.truncated_lines;
+    file_rotations_ += after.rotations - before.rotations;
+    file_truncations_ += after.truncations - before.truncations;
+    sources_["file"].errors += after.read_errors - before.read_errors;
+  }
+  if (!status.ok()) SourceError("file", status);
+}
+
+void EventPipeline::PollJournal() {
+  const JournalReader::Counters before = journal_->counters();
+  uint64_t lines = 0;
+  Status status = journal_->PollOnce([&](const JournalEntry& entry) {
+    ++lines;
+    std::string_view origin =
+        !entry.unit.empty() ? std::string_view(entry.unit) : std::string_view(entry.identifier);
+    ProcessLine("journal", origin, entry.message, entry.realtime_usec * 1000, entry.from_kernel);
+  });
+  const JournalReader::Counters& after = journal_->counters();
+  {
+    std::lock_guard lock(mu_);
+    sources_["journal"].lines += lines;
+    sources_["journal"].truncated += after.truncated_messages - before.truncated_messages;
+    sources_["journal"].errors += after.read_errors - before.read_errors;
+  }
+  if (!status.ok()) SourceError("journal", status);
+}
+
+void EventPipeline::ProcessLine(std::string_view source, std::string_view origin, std::string_view line,
+                                int64_t time_unix_ns, bool kernel_only) {
+  // The hot path: most lines match nothing and take no lock.
+  std::optional<Event> event = ClassifyKernelLine(line);
+  if (!event && !kernel_only) event = ClassifyJobLine(line);
+  if (!event) return;
+  if (time_unix_ns == 0) time_unix_ns = NowUnixNs();
+  const double seconds = static_cast<double>(time_unix_ns) / 1e9;
+
+  if (ledger_ != nullptr && event->event_class == "xid") {
+    if (auto xid = ParseXid(event->Field("xid"))) {
+      ledger_->Record(XidObserver::kKernelLog, event->Field("pci_bus_id"), *xid, seconds);
+    }
+  }
+  const std::string_view path = source == "file" ? origin : std::string_view();
+  std::shared_ptr<const JobTable::View> view = jobs_ != nullptr ? jobs_->Current() : nullptr;
+  EventAttribution who = AttributeEvent(*event, path, view.get(), gpus_);
+
+  const bool ship = options_.ship && event->severity >= options_.ship_severity;
+  {
+    std::lock_guard lock(mu_);
+    ++events_[{std::string(source), event->event_class, std::string(EventSeverityName(event->severity))}];
+    double& last = last_seen_[event->event_class];
+    last = std::max(last, seconds);
+  }
+  if (!ship) return;
+
+  EventRecord record;
+  record.time_unix_ns = time_unix_ns;
+  record.host = options_.host;
+  record.source = std::string(source);
+  record.origin = ToValidUtf8(origin);
+  // Lines from files are already cut by the tailer; kmsg records are short; cap what else arrives.
+  std::string_view kept = line.substr(0, std::min(line.size(), options_.max_line_bytes));
+  record.line = ToValidUtf8(kept);
+  if (kept.size() < line.size()) record.line += kTruncatedMarker;
+  record.event = std::move(*event);
+  record.job_id = std::move(who.job_id);
+  record.user = std::move(who.user);
+  record.account = std::move(who.account);
+  record.gpu = std::move(who.gpu);
+  record.uuid = std::move(who.uuid);
+  Status status = options_.ship(record);
+  std::lock_guard lock(mu_);
+  if (status.ok()) {
+    ++shipped_;
+    shipped_this_poll_ = true;
+  } else {
+    ++not_shipped_["queue"];
+  }
+}
+
+std::vector<MetricFamily> EventPipeline::Metrics() const {
+  std::lock_guard lock(mu_);
+  std::vector<MetricFamily> out;
+  MetricFamily events = Family("gpuscope_events_total",
+                               "Events classified from the event sources, by source, class and severity.",
+                               MetricType::kCounter);
+  for (const auto& [key, count] : events_) {
+    const auto& [source, event_class, severity] = key;
+    events.samples.push_back(Sample{{{"source", source}, {"class", event_class}, {"severity", severity}},
+                                    static_cast<double>(count)});
+  }
+  out.push_back(std::move(events));
+  MetricFamily last = Family("gpuscope_event_last_seen_timestamp_seconds",
+                             "When an event of the class was last seen (Unix time).", MetricType::kGauge);
+  for (const auto& [event_class, seconds] : last_seen_)
+    last.samples.push_back(Sample{{{"class", event_class}}, seconds});
+  out.push_back(std::move(last));
+  MetricFamily lines =
+      Family("gpuscope_event_lines_total", "Lines read from the event sources.", MetricType::kCounter);
+  MetricFamily truncated =
+      Family("gpuscope_event_lines_truncated_total",
+             "Lines longer than the line limit, cut with a \" [truncated]\" marker.", MetricType::kCounter);
+  MetricFamily errors =
+      Family("gpuscope_event_source_errors_total",
+             "Failed opens, reads and checkpoint writes of the event sources.", MetricType::kCounter);
+  for (const auto& [source, c] : sources_) {
+    lines.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.lines)});
+    truncated.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.truncated)});
+    errors.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.errors)});
+  }
+  out.push_back(std::move(lines));
+  out.push_back(std::move(truncated));
+  out.push_back(std::move(errors));
+  MetricFamily shipped = Family("gpuscope_events_shipped_total", "Events handed to the push sinks' queue.",
+                                MetricType::kCounter);
+  shipped.samples.push_back(Sample{{}, static_cast<double>(shipped_)});
+  out.push_back(std::move(shipped));
+  MetricFamily not_shipped =
+      Family("gpuscope_events_not_shipped_total",
+             "Events at or above the ship severity the queue did not take.", MetricType::kCounter);
+  auto queue_failures = not_shipped_.find("queue");
+  not_shipped.samples.push_back(
+      Sample{{{"reason", "queue"}},
+             static_cast<double>(queue_failures == not_shipped_.end() ? 0 : queue_failures->second)});
+  out.push_back(std::move(not_shipped));
+  if (kmsg_) {
+    MetricFamily overruns =
+        Family("gpuscope_kmsg_overruns_total",
+               "Times the kernel ring buffer overwrote records before they were read.", MetricType::kCounter);
+    overruns.samples.push_back(Sample{{}, static_cast<double>(kmsg_overruns_)});
+    out.push_back(std::move(overruns));
+    MetricFamily missed =
+        Family("gpuscope_kmsg_missed_records_total",
+               "Kernel log records lost to ring-buffer overruns (sequence gaps).", MetricType::kCounter);
+    missed.samples.push_back(Sample{{}, static_cast<double>(kmsg_missed_)});
+    out.push_back(std::move(missed));
+  }
+  if (files_) {
+    MetricFamily rotations =
+        Family("gpuscope_event_file_rotations_total",
+               "Tailed files rotated or removed (read to their end first).", MetricType::kCounter);
+    rotations.samples.push_back(Sample{{}, static_cast<double>(file_rotations_)});
+    out.push_back(std::move(rotations));
+    MetricFamily truncations =
+        Family("gpuscope_event_file_truncations_total",
+               "Tailed files that shrank below the read position (read again from 0).", MetricType::kCounter);
+    truncations.samples.push_back(Sample{{}, static_cast<double>(file_truncations_)});
+    out.push_back(std::move(truncations));
+  }
+  return out;
+}
+
+std::vector<MetricDescription> EventPipeline::Describe() {
+  auto d = [](std::string name, MetricType type, std::string help, std::vector<std::string> labels,
+              std::string source) {
+    MetricDescription m;
+    m.name = std::move(name);
+    m.type = type;
+    m.help = std::move(help);
+    m.labels = std::move(labels);
+    m.source = std::move(source);
+    return m;
+  };
+  const MetricType C = MetricType::kCounter;
+  return {
+      d("gpuscope_events_total", C,
+        "Events classified from the event sources, by source, class and severity.",
+        {"source", "class", "severity"}, "kmsg, files, journal through the classifiers"),
+      d("gpuscope_event_last_seen_timestamp_seconds", MetricType::kGauge,
+        "When an event of the class was last seen (Unix time).", {"class"}, "event pipeline"),
+      d("gpuscope_event_lines_total", C, "Lines read from the event sources.", {"source"}, "event pipeline"),
+      d("gpuscope_event_lines_truncated_total", C,
+        "Lines longer than the line limit, cut with a \" [truncated]\" marker.", {"source"},
+        "event pipeline"),
+      d("gpuscope_event_source_errors_total", C,
+        "Failed opens, reads and checkpoint writes of the event sources.", {"source"}, "event pipeline"),
+      d("gpuscope_events_shipped_total", C, "Events handed to the push sinks' queue.", {}, "event pipeline"),
+      d("gpuscope_events_not_shipped_total", C,
+        "Events at or above the ship severity the queue did not take.", {"reason"}, "event pipeline"),
+      d("gpuscope_kmsg_overruns_total", C,
+        "Times the kernel ring buffer overwrote records before they were read.", {},
+        "/dev/kmsg read() EPIPE"),
+      d("gpuscope_kmsg_missed_records_total", C,
+        "Kernel log records lost to ring-buffer overruns (sequence gaps).", {}, "/dev/kmsg sequence numbers"),
+      d("gpuscope_event_file_rotations_total", C,
+        "Tailed files rotated or removed (read to their end first).", {}, "file tailer"),
+      d("gpuscope_event_file_truncations_total", C,
+        "Tailed files that shrank below the read position (read again from 0).", {}, "file tailer"),
+  };
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,247 @@
+#include "src/events/event_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "src/attribution/gpu_directory.h"
+#include "src/attribution/job_table.h"
+#include "src/events/xid_ledger.h"
+
+namespace gpuscope {
+namespace {
+
+JobInfo Job(std::string id, std::string user, std::string account) {
+  JobInfo job;
+  job.job_id = std::move(id);
+  job.user = std::move(user);
+  job.account = std::move(account);
+  return job;
+}
+
+namespace fs = std::filesystem;
+
+constexpr char kXidLine[] =
+    "[  120.000000] NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', GPU has fallen off the bus.";
+constexpr char kNcclWarn[] =
+    "node1:1234:1300 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.2<41234> "
+    "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2 "
+    "hca mlx5_0";
+constexpr char kCancel[] =
+    "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2026-11-29T10:00:00 DUE TO TIME LIMIT ***";
+constexpr char kNcclInfo[] = "node1:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>";
+
+double Value(const std::vector<MetricFamily>& families, std::string_view name,
+             std::vector<std::pair<std::string, std::string>> labels = {}) {
+  for (const MetricFamily& f : families) {
+    if (f.name != name) continue;
+    for (const Sample& s : f.samples) {
+      bool match = true;
+      for (const auto& [k, v] : labels) {
+        bool found = false;
+        for (const auto& [lk, lv] : s.labels) found = found || (lk == k && lv == v);
+        match = match && found;
+      }
+      if (match) return s.value;
+    }
+  }
+  return -1;
+}
+
+class EventPipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gpuscope-pipeline-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "logs");
+    gpus_.Publish({{"00000000:2A:00.0", {"1", "GPU-one"}}});
+    AttributionUpdate update;
+    update.jobs = {Job("4242", "alice", "ml")};
+    jobs_.Update(AttributionSource::kMapping, update);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  EventPipelineOptions Options() {
+    EventPipelineOptions o;
+    o.host = "node1";
+    o.file_globs = {(dir_ / "logs" / "*.out").string()};
+    o.state_dir = (dir_ / "state").string();
+    o.max_line_bytes = 1024;
+    o.ship = [this](const EventRecord& r) {
+      shipped_.push_back(r);
+      return ship_status_;
+    };
+    o.flush = [this] { ++flushes_; };
+    return o;
+  }
+  void Append(const std::string& file, const std::string& text) {
+    std::ofstream out(dir_ / "logs" / file, std::ios::app | std::ios::binary);
+    out << text;
+  }
+
+  fs::path dir_;
+  GpuDirectory gpus_;
+  JobTable jobs_;
+  XidLedger ledger_;
+  std::vector<EventRecord> shipped_;
+  Status ship_status_ = Status::Ok();
+  int flushes_ = 0;
+};
+
+TEST_F(EventPipelineTest, ClassifiesAttributesCountsAndShips) {
+  EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
+  Append("slurm-4242.out", std::string("epoch 1 loss 2.3\n") + kNcclWarn + "\n" + kNcclInfo + "\n" + kCancel +
+                               "\n" + kXidLine + "\n");
+  pipeline.PollOnce();
+
+  // NCCL INFO is debug: counted, not shipped at the default ship severity (info).
+  ASSERT_EQ(shipped_.size(), 3u);
+  EXPECT_EQ(flushes_, 1);
+  EXPECT_EQ(shipped_[0].event.event_class, "ib_completion");
+  EXPECT_EQ(shipped_[0].job_id, "4242");  // from the path
+  EXPECT_EQ(shipped_[0].user, "alice");
+  EXPECT_EQ(shipped_[0].account, "ml");
+  EXPECT_EQ(shipped_[0].host, "node1");
+  EXPECT_EQ(shipped_[0].source, "file");
+  EXPECT_EQ(shipped_[0].origin, (dir_ / "logs" / "slurm-4242.out").string());
+  EXPECT_EQ(shipped_[0].line, kNcclWarn);
+  EXPECT_GT(shipped_[0].time_unix_ns, 0);
+  EXPECT_EQ(shipped_[1].event.event_class, "slurm_interruption");
+  EXPECT_EQ(shipped_[2].event.event_class, "xid");
+  EXPECT_EQ(shipped_[2].gpu, "1");
+  EXPECT_EQ(shipped_[2].uuid, "GPU-one");
+
+  // The XID went into the ledger as a kernel-log observation.
+  ASSERT_EQ(ledger_.Entries().size(), 1u);
+  EXPECT_EQ(ledger_.Entries()[0].xid, 79u);
+  EXPECT_EQ(ledger_.Entries()[0].count, 1u);
+
+  auto m = pipeline.Metrics();
+  EXPECT_EQ(Value(m, "gpuscope_event_lines_total", {{"source", "file"}}), 5);
+  EXPECT_EQ(Value(m, "gpuscope_events_total", {{"class", "nccl"}, {"severity", "debug"}}), 1);
+  EXPECT_EQ(Value(m, "gpuscope_events_total", {{"class", "xid"}, {"severity", "critical"}}), 1);
+  EXPECT_EQ(Value(m, "gpuscope_events_shipped_total"), 3);
+  EXPECT_EQ(Value(m, "gpuscope_events_not_shipped_total", {{"reason", "queue"}}), 0);
+  EXPECT_GT(Value(m, "gpuscope_event_last_seen_timestamp_seconds", {{"class", "xid"}}), 0);
+}
+
+TEST_F(EventPipelineTest, ARestartResumesFromTheCheckpointWithoutShippingTwice) {
+  {
+    EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
+    Append("slurm-1.out", std::string(kCancel) + "\n");
+    pipeline.PollOnce();
+  }
+  ASSERT_EQ(shipped_.size(), 1u);
+  EventPipeline restarted(Options(), &ledger_, &jobs_, &gpus_);
+  restarted.PollOnce();
+  EXPECT_EQ(shipped_.size(), 1u);
+  Append("slurm-1.out", std::string(kNcclWarn) + "\n");
+  restarted.PollOnce();
+  ASSERT_EQ(shipped_.size(), 2u);
+  EXPECT_EQ(shipped_[1].event.event_class, "ib_completion");
+}
+
+TEST_F(EventPipelineTest, OversizedLinesAreCutCountedAndStillClassified) {
+  EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
+  Append("slurm-7.out", std::string(kCancel) + " " + std::string(5000, 'x') + "\n" + kNcclWarn + "\n");
+  pipeline.PollOnce();
+  ASSERT_EQ(shipped_.size(), 2u);
+  EXPECT_EQ(shipped_[0].event.event_class, "slurm_interruption");
+  EXPECT_LE(shipped_[0].line.size(), 1024u + 32u);
+  EXPECT_TRUE(shipped_[0].line.ends_with("[truncated]"));
+  EXPECT_EQ(Value(pipeline.Metrics(), "gpuscope_event_lines_truncated_total", {{"source", "file"}}), 1);
+}
+
+TEST_F(EventPipelineTest, HostileBytesNeverBreakTheRecord) {
+  EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
+  std::string hostile = std::string(kCancel) + std::string("\0\xff\xfe garbage \xc3", 16) + "\n";
+  Append("slurm-8.out", hostile + std::string(3000, '\0') + "\n");
+  pipeline.PollOnce();
+  ASSERT_EQ(shipped_.size(), 1u);
+  // Valid UTF-8 on the way out; the record survives the queue encoding.
+  std::optional<EventRecord> decoded = DecodeEventRecord(EncodeEventRecord(shipped_[0]));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->line, shipped_[0].line);
+  EXPECT_EQ(shipped_[0].line.find('\xff'), std::string::npos);
+}
+
+TEST_F(EventPipelineTest, QueueFailuresAreCountedNotHidden) {
+  ship_status_ = Status::Unavailable("disk full");
+  EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
+  Append("slurm-9.out", std::string(kCancel) + "\n" + kNcclWarn + "\n");
+  pipeline.PollOnce();
+  EXPECT_EQ(shipped_.size(), 2u);  // both were offered
+  auto m = pipeline.Metrics();
+  EXPECT_EQ(Value(m, "gpuscope_events_not_shipped_total", {{"reason", "queue"}}), 2);
+  EXPECT_EQ(Value(m, "gpuscope_events_shipped_total"), 0);
+  EXPECT_EQ(flushes_, 0);
+}
+
+TEST_F(EventPipelineTest, ShipSeverityFiltersWhatLeavesButNotWhatIsCounted) {
+  EventPipelineOptions o = Options();
+  o.ship_severity = EventSeverity::kCritical;
+  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  Append("slurm-10.out", std::string(kNcclWarn) + "\n" + kXidLine + "\n");
+  pipeline.PollOnce();
+  ASSERT_EQ(shipped_.size(), 1u);
+  EXPECT_EQ(shipped_[0].event.event_class, "xid");
+  EXPECT_EQ(Value(pipeline.Metrics(), "gpuscope_events_total", {{"class", "ib_completion"}}), 1);
+}
+
+TEST_F(EventPipelineTest, KmsgRecordsUseTheKernelClassifiersAndTimestamps) {
+  const fs::path kmsg = dir_ / "kmsg";
+  {
+    std::ofstream out(kmsg, std::ios::binary);
+    out << "3,100,5000000,-;NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', GPU has fallen off the bus.\n";
+    out << "6,101,6000000,-;" << kNcclWarn << "\n";  // job-family lines are not looked for in the kernel log
+  }
+  EventPipelineOptions o = Options();
+  o.file_globs.clear();
+  o.kmsg_path = kmsg.string();
+  o.now_unix_ns = [] { return int64_t{1'000'000'000'000'000'000}; };
+  o.now_monotonic_ns = [] { return int64_t{10'000'000'000}; };  // 10 s after boot
+  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  pipeline.PollOnce();
+  ASSERT_EQ(shipped_.size(), 1u);
+  EXPECT_EQ(shipped_[0].source, "kmsg");
+  EXPECT_EQ(shipped_[0].gpu, "1");
+  // Logged 5 s after boot, read at 10 s: 5 s before "now".
+  EXPECT_EQ(shipped_[0].time_unix_ns, 1'000'000'000'000'000'000 - 5'000'000'000);
+  EXPECT_EQ(Value(pipeline.Metrics(), "gpuscope_event_lines_total", {{"source", "kmsg"}}), 2);
+}
+
+TEST_F(EventPipelineTest, AMissingKmsgDeviceIsCountedAndRetried) {
+  EventPipelineOptions o = Options();
+  o.kmsg_path = (dir_ / "no-such-kmsg").string();
+  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  pipeline.PollOnce();
+  pipeline.PollOnce();
+  EXPECT_EQ(Value(pipeline.Metrics(), "gpuscope_event_source_errors_total", {{"source", "kmsg"}}), 2);
+  // The file source still works.
+  Append("slurm-11.out", std::string(kCancel) + "\n");
+  pipeline.PollOnce();
+  EXPECT_EQ(shipped_.size(), 1u);
+}
+
+TEST_F(EventPipelineTest, StartNeedsASourceAndStopsPromptly) {
+  EventPipelineOptions none = Options();
+  none.file_globs.clear();
+  EventPipeline idle(none, nullptr, nullptr, nullptr);
+  EXPECT_EQ(idle.Start().code(), Status::Code::kInvalidArgument);
+
+  EventPipelineOptions o = Options();
+  o.poll_interval = std::chrono::hours(1);  // Stop must not wait for the next poll
+  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  Append("slurm-12.out", std::string(kCancel) + "\n");
+  ASSERT_TRUE(pipeline.Start().ok());
+  pipeline.Stop();
+  EXPECT_EQ(shipped_.size(), 1u);  // the first poll runs at start
+}
+
+}  // namespace
+}  // namespace gpuscope
