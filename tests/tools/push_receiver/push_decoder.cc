@@ -304,6 +304,10 @@ bool DecodeLokiProtobuf(std::string_view body, std::vector<std::string>* lines, 
     }
     Pairs labels;
     const auto label_fields = FieldsNumbered(*stream, 1);  // StreamAdapter.labels
+    if (label_fields.size() == 1 && !IsValidUtf8(label_fields[0].bytes)) {
+      *error = "StreamAdapter.labels is not valid UTF-8 (a protobuf string; receivers reject it)";
+      return false;
+    }
     if (label_fields.size() != 1 || label_fields[0].wire_type != 2 ||
         !ParseLokiSelector(label_fields[0].bytes, &labels)) {
       *error = "StreamAdapter.labels missing or not a label selector";
@@ -331,6 +335,10 @@ bool DecodeLokiProtobuf(std::string_view body, std::vector<std::string>* lines, 
             if (t.number == 2 && t.wire_type == 0) nanos = static_cast<int32_t>(t.scalar);
           }
         } else if (f.number == 2 && f.wire_type == 2) {  // EntryAdapter.line
+          if (!IsValidUtf8(f.bytes)) {
+            *error = "EntryAdapter.line is not valid UTF-8 (a protobuf string; receivers reject it)";
+            return false;
+          }
           line = std::string(f.bytes);
         } else if (f.number == 3 && f.wire_type == 2) {  // EntryAdapter.structuredMetadata
           const auto pair = Fields(f.bytes);
@@ -340,6 +348,11 @@ bool DecodeLokiProtobuf(std::string_view body, std::vector<std::string>* lines, 
           }
           const auto name = FieldsNumbered(*pair, 1);
           const auto value = FieldsNumbered(*pair, 2);
+          if ((!name.empty() && !IsValidUtf8(name[0].bytes)) ||
+              (!value.empty() && !IsValidUtf8(value[0].bytes))) {
+            *error = "LabelPairAdapter is not valid UTF-8 (protobuf strings; receivers reject it)";
+            return false;
+          }
           metadata.emplace_back(name.empty() ? "" : std::string(name[0].bytes),
                                 value.empty() ? "" : std::string(value[0].bytes));
         } else {
@@ -439,8 +452,8 @@ bool RenderAnyValue(std::string_view bytes, std::string* rendered) {
   }
   const ProtoField& f = fields->back();
   switch (f.number) {
-    case 1:  // string_value
-      if (f.wire_type != 2) return false;
+    case 1:  // string_value; a protobuf string must be valid UTF-8 (receivers reject it otherwise)
+      if (f.wire_type != 2 || !IsValidUtf8(f.bytes)) return false;
       AppendJsonString(*rendered, f.bytes);
       return true;
     case 2:  // bool_value
@@ -478,6 +491,7 @@ bool RenderAttributes(const std::vector<ProtoField>& key_values, std::string* re
     const auto key = FieldsNumbered(*kv, 1);
     const auto value = FieldsNumbered(*kv, 2);
     std::string value_json = "null";
+    if (!key.empty() && !IsValidUtf8(key[0].bytes)) return false;
     if (!value.empty() && !RenderAnyValue(value[0].bytes, &value_json)) return false;
     object.Raw(key.empty() ? "" : key[0].bytes, value_json);
   }
@@ -515,6 +529,10 @@ void AppendJsonString(std::string& out, std::string_view s) {
 
 bool DecodeLokiPush(std::string_view body, bool json, std::vector<std::string>* lines, std::string* error) {
   std::vector<std::string> decoded;
+  if (json && !IsValidUtf8(body)) {
+    *error = "JSON body is not valid UTF-8";
+    return false;
+  }
   const bool ok = json ? DecodeLokiJson(body, &decoded, error) : DecodeLokiProtobuf(body, &decoded, error);
   if (!ok) return false;
   for (auto& line : decoded) lines->push_back(std::move(line));
@@ -573,6 +591,7 @@ bool DecodeOtlpLogs(std::string_view body, std::vector<std::string>* lines, std:
               severity_number = static_cast<int32_t>(f.scalar);
               break;
             case 3:  // severity_text
+              if (!IsValidUtf8(f.bytes)) return fail("LogRecord.severity_text is not valid UTF-8");
               severity_text = std::string(f.bytes);
               break;
             case 5:  // body, AnyValue

@@ -5,7 +5,9 @@
 //  - Loki push, JSON: {"streams":[{"stream":{labels},"values":[["<ns>","<line>",{metadata}?],...]}]};
 //  - OTLP/HTTP logs, protobuf: ExportLogsServiceRequest (opentelemetry-proto collector/logs/v1).
 // Each decoded entry becomes one JSON object on one line (see push_receiver.h for the fields). Malformed
-// input (bad snappy, bad protobuf, bad JSON, wrong field types) is an error, never a crash.
+// input (bad snappy, bad protobuf, bad JSON, wrong field types) is an error, never a crash. Strings that
+// are not valid UTF-8 are errors too, as in a Go protobuf receiver (Loki, the OpenTelemetry Collector):
+// a sender that lets invalid bytes through has its batch rejected here, so tests catch it.
 //
 // Thread-safety: pure functions.
 #pragma once

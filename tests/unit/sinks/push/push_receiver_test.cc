@@ -89,6 +89,25 @@ TEST(PushDecoder, OtlpLogsDecodeEveryField) {
                       R"("body":"bare","attributes":{}})");
 }
 
+TEST(PushDecoder, InvalidUtf8OnTheWireIsRejectedAsAGoReceiverWould) {
+  // Our encoders never send it; a hand-made body proves the decoder would notice if they did.
+  std::vector<std::string> lines;
+  std::string error;
+  EXPECT_FALSE(DecodeLokiPush("{\"streams\":[{\"stream\":{\"a\":\"b\"},\"values\":[[\"1\",\"x\xff\"]]}]}",
+                              true, &lines, &error));
+  EXPECT_NE(error.find("UTF-8"), std::string::npos) << error;
+  OtlpLogsBatch batch;
+  OtlpLogRecord record;
+  record.body = "ZZZZ-marker";
+  batch.records.push_back(record);
+  std::string body = EncodeOtlpLogsRequest(batch);
+  ASSERT_TRUE(DecodeOtlpLogs(body, &lines, &error)) << error;
+  body.replace(body.find("ZZZZ"), 4, "\xff\xfe\xc3(");
+  lines.clear();
+  EXPECT_FALSE(DecodeOtlpLogs(body, &lines, &error));
+  EXPECT_TRUE(lines.empty());
+}
+
 TEST(PushDecoder, MalformedBodiesAreErrorsNotCrashes) {
   std::vector<std::string> lines;
   std::string error;
