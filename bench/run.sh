@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every benchmark and writes the figures to bench/results/: the Google Benchmark micro-benchmarks
-# and the side-by-side /metrics comparison with prometheus-node-exporter. Not part of the test run.
+# Runs every benchmark and writes the figures to bench/results/: the Google Benchmark micro-benchmarks,
+# the side-by-side /metrics comparison with prometheus-node-exporter and the event path end to end. Not
+# part of the test run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -9,3 +10,4 @@ mkdir -p "$root/bench/results"
 "$root/build/bench/bench_exposition" --benchmark_min_time=0.5 | tee "$root/bench/results/exposition.txt"
 "$root/build/bench/bench_gpu_collect" --benchmark_min_time=2 | tee "$root/bench/results/gpu_collect.txt"
 "$root/bench/endpoint_vs_node_exporter.sh" "${SECONDS_PER_RUN:-10}" 4
+"$root/bench/events_path.sh"
