@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/core/utf8.h"
@@ -166,18 +168,106 @@ TEST(EventsKernelXid, LongMessageIsCappedAndInvalidUtf8Replaced) {
 
 TEST(EventsKernelXidCatalog, CoversTheCodesOperatorsMeetAndIsSorted) {
   for (uint32_t code :
-       {8u,  13u, 31u,  32u,  43u,  45u,  48u,  61u,  62u,  63u,  64u,  68u,  69u,  74u,  79u, 92u,
-        94u, 95u, 109u, 119u, 120u, 121u, 140u, 143u, 144u, 145u, 146u, 147u, 148u, 149u, 150u}) {
+       {8u,   11u,  13u,  25u,  31u,  32u,  37u,  38u,  39u,  40u,  41u,  43u,  44u,  45u,  46u,  48u,  54u,
+        60u,  61u,  62u,  63u,  64u,  66u,  67u,  68u,  69u,  70u,  71u,  72u,  74u,  75u,  76u,  77u,  78u,
+        79u,  80u,  82u,  83u,  84u,  85u,  86u,  88u,  89u,  92u,  93u,  94u,  95u,  96u,  97u,  98u,  99u,
+        100u, 101u, 102u, 103u, 104u, 105u, 106u, 107u, 109u, 110u, 119u, 120u, 121u, 126u, 127u, 128u, 129u,
+        130u, 131u, 132u, 133u, 134u, 135u, 136u, 137u, 139u, 140u, 141u, 142u, 143u, 144u, 145u, 146u, 147u,
+        148u, 149u, 150u, 151u, 152u, 153u, 154u, 155u, 156u, 157u, 158u, 159u, 160u, 161u}) {
     EXPECT_TRUE(IsKnownXid(code)) << code;
     EXPECT_EQ(LookupXid(code).code, code);
   }
   EXPECT_FALSE(IsKnownXid(0));
+  // Rows NVIDIA's catalog marks "Unused" on Ampere and newer, and rows with no action yet, stay unknown.
+  for (uint32_t code :
+       {1u, 14u, 56u, 57u, 65u, 81u, 87u, 90u, 91u, 108u, 111u, 118u, 122u, 125u, 138u, 162u, 172u}) {
+    EXPECT_FALSE(IsKnownXid(code)) << code;
+  }
   uint32_t previous = 0;
   for (const XidInfo& info : XidCatalog()) {
     EXPECT_GT(info.code, previous);
     previous = info.code;
     EXPECT_FALSE(info.description.empty());
+    EXPECT_FALSE(info.name.empty());
   }
+}
+
+// The severity follows the action (xid_catalog.cc): an alert routed on one must agree with the other.
+TEST(EventsKernelXidCatalog, SeverityFollowsTheAction) {
+  for (const XidInfo& info : XidCatalog()) {
+    switch (info.action) {
+      case XidAction::kIgnore:
+        EXPECT_TRUE(info.severity == EventSeverity::kWarning || info.severity == EventSeverity::kInfo)
+            << info.code;
+        break;
+      case XidAction::kRestartApp:
+        EXPECT_EQ(info.severity, EventSeverity::kError) << info.code;
+        break;
+      case XidAction::kResetGpu:
+      case XidAction::kReboot:
+        EXPECT_EQ(info.severity, EventSeverity::kCritical) << info.code;
+        break;
+      case XidAction::kContactSupport:
+        // 61 is unused on Ampere and newer and is treated like an unknown code.
+        EXPECT_EQ(info.severity, info.code == 61 ? EventSeverity::kError : EventSeverity::kCritical)
+            << info.code;
+        break;
+    }
+  }
+}
+
+// The entries the 2026-11-29 check against NVIDIA's Xid catalog corrected, and one per bucket mapping.
+TEST(EventsKernelXidCatalog, ActionsFollowNvidiasImmediateActionBucket) {
+  struct Case {
+    uint32_t code;
+    std::string_view action;
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {63, "ignore"},            // IGNORE (was reset_gpu)
+           {64, "reset_gpu"},         // RESET_GPU
+           {109, "reset_gpu"},        // RESET_GPU (was restart_app)
+           {147, "ignore"},           // WORKFLOW_NVLINK5_ERR, every decoded row IGNORE (was reset_gpu)
+           {148, "ignore"},           // likewise
+           {149, "reset_gpu"},        // WORKFLOW_NVLINK5_ERR with fatal sub-codes
+           {61, "contact_support"},   // Unused on Ampere and newer
+           {45, "ignore"},            // WORKFLOW_XID_45
+           {48, "reset_gpu"},         // WORKFLOW_XID_48
+           {74, "reset_gpu"},         // WORKFLOW_NVLINK_ERR
+           {79, "reboot"},            // RESTART_BM
+           {151, "reboot"},           // RESTART_VM
+           {54, "contact_support"},   // CHECK_MECHANICALS
+           {78, "contact_support"},   // UPDATE_SWFW
+           {142, "contact_support"},  // CONTACT_SUPPORT
+           {159, "reset_gpu"},        // CHECK_UVM
+           {137, "ignore"},           // IGNORE
+           {105, "restart_app"},      // RESTART_APP
+       }) {
+    EXPECT_EQ(XidActionName(LookupXid(c.code).action), c.action) << c.code;
+  }
+  EXPECT_EQ(LookupXid(63).severity, EventSeverity::kWarning);
+  EXPECT_EQ(LookupXid(64).severity, EventSeverity::kCritical);
+  EXPECT_EQ(LookupXid(109).severity, EventSeverity::kCritical);
+  EXPECT_EQ(LookupXid(106).severity, EventSeverity::kInfo);
+}
+
+TEST(EventsKernelXidCatalog, MnemonicsAreSpelledAsTheDriverAndCatalogSpellThem) {
+  EXPECT_EQ(LookupXid(31).name, "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT");
+  EXPECT_EQ(LookupXid(48).name, "ROBUST_CHANNEL_GPU_ECC_DBE");
+  EXPECT_EQ(LookupXid(140).name, "UNRECOVERABLE_ECC_ERROR_ESCAPE");
+  EXPECT_EQ(LookupXid(143).name, "GPU_INIT_ERROR");
+  EXPECT_EQ(LookupXid(148).name, "NVLINK_NVLPW_CTRL_ERROR");
+}
+
+TEST(EventsKernelXid, RowRemapEventAsksForNothingAndContextSwitchTimeoutForAReset) {
+  auto remap = ClassifyXidLine("NVRM: Xid (PCI:0000:86:00): 63, Row Remapper: New row marked for remapping");
+  ASSERT_TRUE(remap);
+  EXPECT_EQ(remap->Field("name"), "INFOROM_DRAM_RETIREMENT_EVENT");
+  EXPECT_EQ(remap->Field("action"), "ignore");
+  EXPECT_EQ(remap->severity, EventSeverity::kWarning);
+  auto ctxsw = ClassifyXidLine("NVRM: Xid (PCI:0000:86:00): 109, pid=77, name=python3, Ctx switch timeout");
+  ASSERT_TRUE(ctxsw);
+  EXPECT_EQ(ctxsw->Field("action"), "reset_gpu");
+  EXPECT_EQ(ctxsw->severity, EventSeverity::kCritical);
 }
 
 // ---- SXid ----

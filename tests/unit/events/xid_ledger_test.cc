@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -62,6 +64,22 @@ TEST(XidLedgerTest, IgnoresObservationsWithoutAPciAddress) {
   EXPECT_FALSE(ledger.Record(XidObserver::kKernelLog, "", 79, 1.0));
   EXPECT_TRUE(ledger.Entries().empty());
   EXPECT_EQ(ledger.LastXid("garbage"), 0u);
+}
+
+// The action label comes from the catalog, including the entries its 2026-11-29 check changed: a row
+// remap event (63) asks for nothing, a context switch timeout (109) for a GPU reset.
+TEST(XidLedgerTest, ActionIsTheCatalogsForEachCode) {
+  XidLedger ledger;
+  EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 63, 1.0));
+  EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 109, 1.0));
+  EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 999, 1.0));
+  std::vector<XidLedgerEntry> entries = ledger.Entries();
+  ASSERT_EQ(entries.size(), 3u);
+  std::map<uint32_t, std::string> actions;
+  for (const XidLedgerEntry& e : entries) actions[e.xid] = e.action;
+  EXPECT_EQ(actions[63], "ignore");
+  EXPECT_EQ(actions[109], "reset_gpu");
+  EXPECT_EQ(actions[999], "contact_support");
 }
 
 TEST(XidLedgerTest, ConcurrentObserversCountEachEventOnce) {
