@@ -88,12 +88,14 @@ class Agent:
 
 
 class Prometheus:
-    """A real Prometheus (Debian package) scraping the given targets every second."""
+    """A real Prometheus (Debian package) scraping the given targets every second. extra_config: top-level
+    YAML appended after scrape_configs (e.g. an alerting section)."""
 
-    def __init__(self, targets, binary=None, rule_files=(), scrape_extra=""):
+    def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
+                 port=None):
         self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
-        self.port = free_port()
+        self.port = port or free_port()
         config = os.path.join(self.workdir, "prometheus.yml")
         target_list = ", ".join(f'"{t}"' for t in targets)
         rules = "".join(f"\n  - {r}" for r in rule_files)
@@ -102,9 +104,9 @@ class Prometheus:
                 "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                 f"rule_files:{rules if rules else ' []'}\n"
                 "scrape_configs:\n"
-                "  - job_name: gpu\n"
+                f"  - job_name: {job_name}\n"
                 f"    static_configs: [{{targets: [{target_list}]}}]\n"
-                + scrape_extra)
+                + scrape_extra + extra_config)
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
         self.process = subprocess.Popen(
             [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.workdir}/data",

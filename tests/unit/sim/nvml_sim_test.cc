@@ -735,7 +735,8 @@ TEST_F(SimNvml, KernelLogVariableMovesTheScenariosLogSoNodesDoNotShareIt) {
 }
 
 TEST_F(SimNvml, EmptyKernelLogVariableWritesNoKernelLog) {
-  const std::string scenario_log = ::testing::TempDir() + "/sim_kern_off_" + std::to_string(getpid()) + ".log";
+  const std::string scenario_log =
+      ::testing::TempDir() + "/sim_kern_off_" + std::to_string(getpid()) + ".log";
   std::remove(scenario_log.c_str());
   setenv("GPUSCOPE_SIM_KERNEL_LOG", "", 1);
   Init(Write("kernel_log: " + scenario_log +

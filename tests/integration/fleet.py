@@ -1,0 +1,405 @@
+"""A simulated GPU fleet on loopback: several gpuscope-agent processes on the NVML simulator (one per node,
+each with its own scenario, Hostname, Slurm job mapping files and kernel log), a real Prometheus scraping
+them with the mixin's rules, a real Alertmanager with the mixin's routes, and a webhook receiver that
+records every notification. Used by the alerting and dashboard integration tests and by the demo
+(scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py.
+
+    fleet.py demo --agent A --sim S [--rules-dir D] [--speed N] [--alerts-after S]
+"""
+
+import argparse
+import dataclasses
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
+MIXIN = os.path.join(ROOT, "deploy", "mixin")
+GENERATED = os.path.join(MIXIN, "generated")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A Slurm job holding GPUs of a node, written as the prolog would (deploy/slurm/README.md)."""
+
+    job_id: int
+    user: str
+    account: str
+    partition: str
+    job_name: str
+    gpus: tuple = tuple(range(8))
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    hostname: str
+    scenario: str  # file name in sim/scenarios, or an absolute path
+    job: Job = None
+    speed: float = None  # simulated seconds per real second for this node; default the fleet's
+    args: tuple = ()  # extra agent flags
+    env: tuple = ()  # extra environment, "NAME=value"
+
+
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# Host views from fixture trees, so that the network and host panels have data on a machine without them:
+# two InfiniBand HCAs and two RoCE/iWARP ports; a two-socket node's PCIe tree (one GPU link trained x8 of
+# x16), NUMA placement and PSI files (tests/fixtures/{sysfs,procfs}/*/README).
+WITH_INFINIBAND = ("--path.sysfs", os.path.join(FIXTURES, "sysfs", "infiniband"))
+WITH_HOST_TOPOLOGY = ("--path.sysfs", os.path.join(FIXTURES, "sysfs", "host"),
+                      "--path.procfs", os.path.join(FIXTURES, "procfs", "host"))
+
+# The demo fleet: every shipped scenario that runs on its own (slurm-node.yaml needs a real Slurm).
+DEMO_NODES = (
+    Node("gpu-node-01", "h100-training.yaml", Job(4101, "alice", "llm", "train", "llama-finetune"),
+         args=WITH_INFINIBAND),
+    Node("gpu-node-02", "h100-nvlink-crc-incident.yaml", Job(4102, "bob", "llm", "train", "pretrain-7b")),
+    # Slower than the rest, so that its faults (15-60 s simulated) fall after Prometheus' first scrapes.
+    Node("gpu-node-03", "h100-faults.yaml", Job(4103, "carol", "vision", "train", "vit-huge"), speed=2),
+    Node("gpu-node-04", "h100-allocated-idle.yaml", Job(4104, "dave", "research", "interactive", "notebook")),
+    Node("gpu-node-05", "h200-training.yaml", Job(4105, "erin", "llm", "train", "rlhf"), args=WITH_HOST_TOPOLOGY),
+    Node("gpu-node-06", "a100-inference.yaml", Job(4106, "svc-chat", "serving", "inference", "vllm-chat")),
+    Node("gpu-node-07", "a100-mig.yaml", None),
+)
+
+
+def write_job_mapping(directory, job):
+    """The files deploy/slurm/prolog.sh writes: one per NVML index with the job id, and our job record."""
+    os.makedirs(directory, exist_ok=True)
+    if job is None:
+        return
+    for gpu in job.gpus:
+        with open(os.path.join(directory, str(gpu)), "w") as f:
+            f.write(f"{job.job_id}\n")
+    gpus = ",".join(str(g) for g in job.gpus)
+    with open(os.path.join(directory, f"gpuscope-job.{job.job_id}"), "w") as f:
+        f.write(f"version=1\njob_id={job.job_id}\nuser={job.user}\nuid={2000 + job.job_id % 1000}\n"
+                f"account={job.account}\npartition={job.partition}\njob_name={job.job_name}\n"
+                f"array_job_id=\narray_task_id=\nstep_id=\ngpus={gpus}\nminors={gpus}\n")
+
+
+class WebhookReceiver:
+    """Alertmanager's webhook receivers all point here. Records each notification (the webhook payload:
+    receiver, status, alerts[]) in memory and, when log_path is given, as one JSON line in that file."""
+
+    def __init__(self, log_path=None, echo=False, port=0):
+        self.notifications = []
+        self._lock = threading.Lock()
+        self._log = open(log_path, "a") if log_path else None
+        self._echo = echo
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                try:
+                    payload = json.loads(body)
+                except ValueError:
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                receiver._record(self.path, payload)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _record(self, path, payload):
+        entry = {"path": path, "receiver": payload.get("receiver"), "status": payload.get("status"),
+                 "alerts": payload.get("alerts", [])}
+        with self._lock:
+            self.notifications.append(entry)
+            if self._log:
+                self._log.write(json.dumps(entry, sort_keys=True) + "\n")
+                self._log.flush()
+        if self._echo:
+            for alert in entry["alerts"]:
+                labels = alert.get("labels", {})
+                where = labels.get("Hostname") or labels.get("instance") or ""
+                print(f"  notification -> {entry['receiver']}: [{alert.get('status')}] "
+                      f"{labels.get('alertname')} {where} severity={labels.get('severity')}", flush=True)
+
+    def received(self):
+        """[(receiver, alert labels, alert status)] for every alert of every notification so far."""
+        with self._lock:
+            return [(n["receiver"], a.get("labels", {}), a.get("status")) for n in self.notifications
+                    for a in n["alerts"]]
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+        if self._log:
+            self._log.close()
+
+
+class Alertmanager:
+    """A real Alertmanager (Debian package prometheus-alertmanager) on loopback, without clustering."""
+
+    def __init__(self, config_path, workdir, binary=None, port=None):
+        self.binary = binary or shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
+        self.port = port or harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        os.makedirs(os.path.join(workdir, "alertmanager-data"), exist_ok=True)
+        self.log = open(os.path.join(workdir, "alertmanager.log"), "w")
+        self.process = subprocess.Popen(
+            [self.binary, f"--config.file={config_path}", f"--storage.path={workdir}/alertmanager-data",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        harness.wait_for(self._ready, 60, "Alertmanager to be ready")
+
+    def _ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"alertmanager exited with {self.process.returncode}")
+        return harness.http_get(self.url + "/-/ready")[0] == 200
+
+    def alerts(self, active=True, silenced=True, inhibited=True):
+        """The alerts Alertmanager holds (API v2): each with labels, status.state/inhibitedBy, receivers."""
+        query = urllib.parse.urlencode({"active": str(active).lower(), "silenced": str(silenced).lower(),
+                                        "inhibited": str(inhibited).lower()})
+        return json.loads(harness.http_get(f"{self.url}/api/v2/alerts?{query}")[2])
+
+    def post(self, alerts):
+        """Posts alerts as Prometheus would: [{labels: {...}, annotations: {...}}], firing from now."""
+        request = urllib.request.Request(self.url + "/api/v2/alerts", data=json.dumps(alerts).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def jsonnet_json(expression):
+    """The JSON value of a jsonnet expression (jsonnet is a dependency of the mixin)."""
+    return json.loads(subprocess.run(["jsonnet", "-J", MIXIN, "-e", expression], check=True, capture_output=True,
+                                     text=True).stdout)
+
+
+def yaml_to_json(path):
+    """Parses a YAML file with jsonnet's std.parseYaml (the tests use the standard library only)."""
+    return jsonnet_json(f"std.parseYaml(importstr {json.dumps(os.path.abspath(path))})")
+
+
+def point_webhooks_at(alertmanager_yaml, receiver_url):
+    """The Alertmanager configuration with every webhook URL's scheme://host:port replaced by the receiver's
+    (paths kept): the routes stay the mixin's, the notifications come here."""
+    return re.sub(r"(url:\s*['\"]?)https?://[^/'\"\s]+", lambda m: m.group(1) + receiver_url, alertmanager_yaml)
+
+
+# The generated files a running stack needs, relative to deploy/mixin/generated/ or a generated variant.
+RULE_FILES = ("prometheus/recording_rules.yaml", "prometheus/alerting_rules.yaml")
+ALERTMANAGER_CONFIG = "alertmanager/alertmanager.yml"
+
+
+def generate_mixin(out_dir, overrides_file):
+    """Generates the whole mixin into out_dir (the layout of deploy/mixin/generated/) with the config
+    object's keys in overrides_file replaced: deploy/mixin/generate.sh --out --overrides. Returns out_dir."""
+    subprocess.run([os.path.join(MIXIN, "generate.sh"), "--out", os.path.abspath(out_dir), "--overrides",
+                    overrides_file], check=True, capture_output=True, text=True)
+    return out_dir
+
+
+def port_if_free(port):
+    """port when nothing listens on 127.0.0.1:port, else None (then a free one is picked)."""
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+        return port
+    except OSError:
+        return None
+
+
+class Fleet:
+    """Starts the nodes' agents, then Alertmanager (when alertmanager_config is given) with its webhooks
+    pointing at a WebhookReceiver, then Prometheus scraping every agent as job="gpuscope" with rule_files
+    and alerting to that Alertmanager. stop() ends them all in reverse order and removes the work dir.
+    ports: fixed ports for the demo ({"agents": first, "prometheus", "alertmanager", "receiver"}), each
+    used when free; by default every port is picked free."""
+
+    def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
+                 speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None):
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
+        self.agents = {}
+        self.receiver = None
+        self.alertmanager = None
+        self.prometheus = None
+        ports = ports or {}
+
+        def wanted(name, offset=0):
+            return port_if_free(ports[name] + offset) if name in ports else None
+
+        try:
+            for i, node in enumerate(nodes):
+                port = wanted("agents", i)
+                listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
+                self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
+                                                               [*listen, *extra_agent_args])
+            alerting = ""
+            if alertmanager_config:
+                self.receiver = WebhookReceiver(receiver_log or os.path.join(self.workdir, "webhook.log"),
+                                                echo=echo_notifications, port=wanted("receiver") or 0)
+                with open(alertmanager_config) as f:
+                    config = point_webhooks_at(f.read(), self.receiver.url)
+                path = os.path.join(self.workdir, "alertmanager.yml")
+                with open(path, "w") as f:
+                    f.write(config)
+                self.alertmanager = Alertmanager(path, self.workdir, port=wanted("alertmanager"))
+                alerting = ("alerting:\n  alertmanagers:\n"
+                            f"    - static_configs: [{{targets: [\"127.0.0.1:{self.alertmanager.port}\"]}}]\n")
+            self.prometheus = harness.Prometheus([f"127.0.0.1:{a.port}" for a in self.agents.values()],
+                                                 rule_files=rule_files, job_name="gpuscope",
+                                                 extra_config=alerting, port=wanted("prometheus"))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_agent(self, binary, sim_library, node, speed, extra_args):
+        home = os.path.join(self.workdir, node.hostname)
+        jobs = os.path.join(home, "jobs")
+        write_job_mapping(jobs, node.job)
+        scenario = node.scenario if os.path.isabs(node.scenario) else os.path.join(SCENARIOS, node.scenario)
+        kernel_log = os.path.join(home, "kern.log")
+        env = {"GPUSCOPE_SIM_KERNEL_LOG": kernel_log, **dict(e.split("=", 1) for e in node.env)}
+        if node.speed or speed:
+            env["GPUSCOPE_SIM_SPEED"] = str(node.speed or speed)
+        # The simulated pids are not this machine's processes: a node with a job gets it from the mapping
+        # files only (/proc attribution could find strangers); a node without one reads /proc and finds none.
+        return harness.Agent(binary, sim_library, scenario, env=env, extra_args=[
+            "--gpu.hostname", node.hostname, "--hpc-job-mapping-dir", jobs,
+            "--attribution.device-map-file", os.path.join(home, "devices"),
+            f"--attribution.proc={'false' if node.job else 'true'}",
+            "--events.file", kernel_log, "--events.state-dir", os.path.join(home, "events"),
+            *node.args, *extra_args])
+
+    def kill_agent(self, hostname):
+        """SIGKILLs one node's agent (a crashed agent: no clean shutdown)."""
+        agent = self.agents[hostname]
+        agent.process.kill()
+        agent.process.wait()
+
+    def stop(self):
+        if self.prometheus:
+            self.prometheus.stop()
+        if self.alertmanager:
+            self.alertmanager.stop()
+        if self.receiver:
+            self.receiver.stop()
+        for agent in self.agents.values():
+            agent.stop()
+            agent.cleanup()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def firing_alerts_table(alertmanager):
+    rows = []
+    for alert in alertmanager.alerts(inhibited=False, silenced=False):
+        labels = alert["labels"]
+        where = " ".join([labels.get("Hostname") or labels.get("node") or labels.get("instance") or "-"] +
+                         [f"{k} {labels[k]}" for k in ("gpu", "link", "xid", "hpc_job") if labels.get(k)])
+        receivers = ",".join(r["name"] for r in alert.get("receivers", []))
+        rows.append((labels.get("severity", "-"), labels.get("alertname", "?"), where, labels.get("team", "-"),
+                     receivers))
+    rows.sort()
+    if not rows:
+        return "  (none yet)"
+    widths = [max(len(r[i]) for r in rows + [("severity", "alert", "where", "team", "receiver")]) for i in range(5)]
+    lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(("severity", "alert", "where", "team", "receiver"), widths))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+FAST_OVERRIDES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_mixin.libsonnet")
+DEMO_PORTS = {"prometheus": 9090, "alertmanager": 9093, "receiver": 9095, "agents": 9401}
+
+
+def run_demo(args):
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.fast:
+        rules_dir = generate_mixin(tempfile.mkdtemp(prefix="gpuscope-mixin-"), FAST_OVERRIDES)
+    else:
+        rules_dir = args.rules_dir or GENERATED
+    rule_files = [os.path.join(rules_dir, f) for f in RULE_FILES]
+    print(f"Starting {len(DEMO_NODES)} simulated GPU nodes (simulated time x{args.speed:g}), Prometheus and "
+          f"Alertmanager with the {'fast variant of the ' if args.fast else ''}mixin's rules...", flush=True)
+    fleet = Fleet(args.agent, args.sim, DEMO_NODES, rule_files=rule_files,
+                  alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
+                  speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS)
+    try:
+        print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
+        for node in DEMO_NODES:
+            agent = fleet.agents[node.hostname]
+            job = f"job {node.job.job_id} ({node.job.user}, account {node.job.account})" if node.job else "no job"
+            print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}")
+        print(f"\n  Prometheus     {fleet.prometheus.url}   (rules and alerts: {fleet.prometheus.url}/alerts)")
+        print(f"  Alertmanager   {fleet.alertmanager.url}")
+        print(f"  webhooks       {fleet.receiver.url}, log: {args.webhook_log or os.path.join(fleet.workdir, 'webhook.log')}")
+        print(f"  dashboards     {os.path.join(GENERATED, 'dashboards')}: import into a Grafana with a Prometheus "
+              f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(GENERATED, 'grafana')})")
+        print(f"\nFaults unfold over the next minutes: XIDs, ECC errors and a GPU off the bus on gpu-node-03 (at "
+              f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02. Notifications are printed as Alertmanager sends them; the firing alerts "
+              f"in {args.alerts_after:g} s. Ctrl-C stops everything.\n", flush=True)
+        deadline = time.monotonic() + args.alerts_after
+        while not stop.wait(1):
+            if time.monotonic() >= deadline:
+                print(f"\nFiring alerts in Alertmanager ({fleet.alertmanager.url}/api/v2/alerts), "
+                      f"{time.strftime('%H:%M:%S')}:\n{firing_alerts_table(fleet.alertmanager)}\n", flush=True)
+                if args.once:
+                    break
+                deadline = time.monotonic() + args.alerts_every
+    finally:
+        print("Stopping the fleet...", flush=True)
+        fleet.stop()
+        if args.fast:
+            shutil.rmtree(rules_dir, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the demo fleet until SIGINT/SIGTERM")
+    demo.add_argument("--agent", required=True, help="gpuscope-agent binary")
+    demo.add_argument("--sim", required=True, help="the simulator's libnvidia-ml.so.1")
+    demo.add_argument("--rules-dir", help="generated mixin folder (default deploy/mixin/generated)")
+    demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")
+    demo.add_argument("--alerts-after", type=float, default=180, help="seconds before printing firing alerts")
+    demo.add_argument("--alerts-every", type=float, default=120, help="seconds between later printouts")
+    demo.add_argument("--webhook-log", help="file the webhook receiver appends notifications to")
+    demo.add_argument("--once", action="store_true", help="exit after the first printout of firing alerts")
+    demo.add_argument("--fast", action="store_true",
+                      help="use the mixin with every for:/window shrunk (fast_mixin.libsonnet), as the tests do")
+    args = parser.parse_args()
+    if args.command == "demo":
+        run_demo(args)
+
+
+if __name__ == "__main__":
+    main()
