@@ -22,6 +22,9 @@ packages=(
   libsystemd-dev           # sd-journal: the systemd journal event source (src/events/sources/journal_reader)
   systemd-journal-remote   # writes real .journal files from export-format text in the journal source's tests
   prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
+  prometheus-alertmanager  # Alertmanager + amtool: the mixin's routes and inhibitions, the demo stack
+  jsonnet                  # generates the monitoring mixin (deploy/mixin): rules, alerts, routes, dashboards
+  python3-yaml             # reads the mixin's rule and promtool test files in its checks (deploy/mixin/tests)
   prometheus-node-exporter # peer in the side-by-side benchmark
   munge                    # Slurm's authentication, for the real-Slurm integration tests
   slurmctld                # Slurm controller: attribution and scheduler-collector integration tests

@@ -1,0 +1,181 @@
+// The one configuration object of the gpuscope monitoring mixin: selectors, thresholds, every `for:`
+// duration and range window, routing and receivers. Every generated file is a function of this object.
+//
+// Override without editing: each top-level file (rules.jsonnet, alerts.jsonnet, alertmanager.jsonnet,
+// dashboards.jsonnet) takes a top-level argument `overrides`, deep-merged over this object with
+// std.mergePatch, e.g.
+//   jsonnet -S --tla-code-file overrides=my-site.libsonnet deploy/mixin/alerts.jsonnet
+// where my-site.libsonnet is `{ thresholds: { gpuTempCelsius: 80 }, for: { gpuTempHigh: '5m' } }`.
+// See deploy/mixin/README.md.
+{
+  // Label selectors, without braces. The agent is scraped as job="gpuscope"; the Slurm collector runs in
+  // one of those agents (one per cluster); vLLM and Triton are scraped by the site under their own jobs.
+  selectors: {
+    gpuscope: 'job="gpuscope"',
+    slurm: 'job="gpuscope"',
+    vllm: 'job=~".*vllm.*"',
+    triton: 'job=~".*triton.*"',
+  },
+
+  // Label names. GPU series name their node with Hostname (dcgm-exporter's label); Slurm series name it
+  // with node; clusterLabels are the labels aggregations keep (external labels or relabelling add them,
+  // absent labels are harmless).
+  labels: {
+    node: 'Hostname',
+    slurmNode: 'node',
+    job: 'hpc_job',
+    clusterLabels: ['cluster'],
+    // The labels that identify one GPU (kept by every GPU-level alert).
+    gpu: ['instance', 'Hostname', 'gpu', 'UUID', 'pci_bus_id', 'modelName'],
+    // Inference alerts keep these (vLLM: model_name; Triton: model, version).
+    vllmService: ['job', 'model_name'],
+    tritonService: ['job', 'model', 'version'],
+  },
+
+  thresholds: {
+    // Utilisation (0..1) under which an allocated GPU counts as idle.
+    idleUtilisation: 0.05,
+    gpuTempCelsius: 85,
+    // Single-bit ECC errors within windows.eccSbe.
+    eccSbeErrors: 10,
+    // Share of time (0..1) the clocks were held down by the power or thermal policy.
+    powerThrottleRatio: 0.2,
+    thermalThrottleRatio: 0.05,
+    // NVLink CRC/replay/recovery errors per second on one link.
+    nvlinkErrorsPerSecond: 0.1,
+    // Share of the cluster's or a partition's GPUs allocated.
+    allocationRatio: 0.95,
+    // Straggler: a GPU of a job below this share of the job's median utilisation, while the median is at
+    // least stragglerMinMedian and the job holds at least stragglerMinGpus GPUs.
+    stragglerRatio: 0.5,
+    stragglerMinMedian: 0.3,
+    stragglerMinGpus: 2,
+    // Inference: p99 end-to-end latency (seconds), and the throughput drop (0..1) against the baseline.
+    vllmP99LatencySeconds: 10,
+    tritonP99LatencySeconds: 1,
+    throughputDropRatio: 0.2,
+    // The baseline must be at least this (tokens/s for vLLM, inferences/s for Triton) to judge a drop.
+    vllmMinBaselineTokensPerSecond: 1,
+    tritonMinBaselineInferencesPerSecond: 1,
+    // Event path (gpuscope_events_total and the sinks' counters): how many events within the alert's
+    // window it takes (more than this many).
+    collectiveErrorEvents: 0,
+    oomEvents: 0,
+    eventsLost: 0,
+  },
+
+  // Event classes of gpuscope_events_total (README.md, "Events") the event alerts count, and the event
+  // severities of the sxid class that page (the others open a ticket). `queue` is the durable queue the
+  // push sinks read (its consumers are named after the sinks).
+  events: {
+    collectiveClasses: ['nccl_watchdog', 'ib_completion'],
+    oomClasses: ['oom', 'cuda_oom'],
+    sxidClass: 'sxid',
+    sxidPageSeverities: ['critical'],
+    queue: 'events',
+  },
+
+  // XID catalog actions (the action label of gpuscope_xid_errors_total): which page infra, which go to
+  // the job's owner as application errors; the rest (ignore) raise nothing.
+  xid: {
+    pageActions: ['reset_gpu', 'reboot', 'contact_support'],
+    applicationActions: ['restart_app'],
+  },
+
+  // `for:` of every alert.
+  'for': {
+    eccDbe: '0m',
+    eccSbe: '0m',
+    rowRemapFailure: '0m',
+    rowRemapPending: '5m',
+    xidCritical: '0m',
+    xidApplication: '0m',
+    gpuTempHigh: '10m',
+    powerThrottling: '30m',
+    thermalThrottling: '15m',
+    gpuLost: '1m',
+    gpusMissing: '5m',
+    agentDown: '5m',
+    nodeDraining: '0m',
+    nvlinkErrors: '10m',
+    pcieDegraded: '10m',
+    allocatedIdle: '30m',
+    allocationHigh: '30m',
+    straggler: '15m',
+    inferenceLatency: '5m',
+    throughputDrop: '15m',
+    collectiveErrors: '0m',
+    oomKills: '0m',
+    sxidFatal: '0m',
+    sxid: '0m',
+    // The shipping alert's duration is its window (windows.eventShipping); this only debounces it.
+    eventShipping: '0m',
+    eventsLost: '0m',
+  },
+
+  // Range windows of rates and increases.
+  windows: {
+    rate: '5m',
+    eccDbe: '10m',
+    eccSbe: '1h',
+    xid: '10m',
+    throttle: '10m',
+    nvlink: '10m',
+    // How far back the GPU count of a node is remembered (GpuNodeGpusMissing).
+    gpuCountMemory: '1h',
+    inferenceLatency: '5m',
+    throughput: '10m',
+    // Baseline of the throughput-drop alerts: the same window, this far back.
+    throughputBaselineOffset: '1h',
+    energy: '1h',
+    idleHours: '1h',
+    collectiveErrors: '15m',
+    oomKills: '15m',
+    sxid: '10m',
+    eventsLost: '15m',
+    // A sink retrying (backoff > 0) throughout this window, or without a delivery for this long while
+    // records wait in the queue, is failing; an agent younger than this is not judged.
+    eventShipping: '15m',
+  },
+
+  // Evaluation interval of the recording-rule groups.
+  recordingIntervalSeconds: 30,
+
+  // runbook_url = runbookUrlBase + <AlertName> + '.md'. The default is the path in this repository;
+  // a site sets its own URL base (e.g. its Git web view of docs/runbooks/).
+  runbookUrlBase: 'docs/runbooks/',
+
+  // Team labels: hardware and the agent go to infra; utilisation and capacity to ml-platform; inference
+  // SLOs to the owning service: the series' own `team` label if the site relabels one in, else this default.
+  teams: {
+    infra: 'infra',
+    mlPlatform: 'ml-platform',
+    serviceDefault: 'inference',
+  },
+
+  alertmanager: {
+    // Each receiver is one webhook. The defaults point at a local receiver (the demo starts one on
+    // 127.0.0.1:9095); a site overrides them with its PagerDuty/Slack/ticket bridges.
+    webhookBaseUrl: 'http://127.0.0.1:9095/',
+    receiverUrls: {},  // receiver name -> URL, overriding webhookBaseUrl + name
+    groupBy: ['alertname', 'cluster', 'Hostname'],
+    groupWait: '30s',
+    groupInterval: '5m',
+    repeatInterval: {
+      page: '1h',
+      ticket: '24h',
+      info: '72h',
+    },
+    resolveTimeout: '5m',
+  },
+
+  // Dashboards (deploy/mixin/dashboards/): default time range and refresh, the Grafana folder, and what the
+  // provisioning files point at (where the dashboard JSON lies on the Grafana host, the Prometheus URL).
+  dashboards: {
+    timeFrom: 'now-6h',
+    refresh: '1m',
+    grafanaFolder: 'gpuscope',
+    dashboardsPath: '/var/lib/grafana/dashboards/gpuscope',
+    prometheusUrl: 'http://127.0.0.1:9090',
+  },
+}

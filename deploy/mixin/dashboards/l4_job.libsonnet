@@ -1,0 +1,110 @@
+// L4 Job view: one Slurm job's GPUs across its nodes: the training-job efficiency view (mean, median and
+// slowest GPU, what the GPUs spend their time on), its owner, and where it runs; each node links to L3,
+// each GPU to L5.
+local lib = import 'lib.libsonnet';
+
+function(c)
+  local s = c.sel.job;
+  local n = c.nodeLabel;
+  local j = c.jobLabel;
+  local util = c.util(s);
+  c.dashboard(
+    c.uids.l4,
+    'gpuscope / L4 Job',
+    'One job: efficiency of its GPUs, stragglers, memory, power and energy, owner. Up: L3 Node; down: L5 GPU.',
+    ['gpu', 'job', 'training'],
+    [c.variables.cluster, c.variables.account, c.variables.user, c.variables.singleJob],
+    [
+      lib.row('Job'),
+      lib.table('Job',
+                [
+                  lib.target('max by (%s, %s, user, account, partition, job_name) (gpuscope_job_info{%s})' % [j, n, s]),
+                ],
+                hide=['Time', 'Value'],
+                columnLinks={ [n]: c.cellLink(c.uids.l3, 'node') },
+                h=5,
+                description='One row per node the job runs on; click a node for its L3 view.'),
+      lib.stat('GPUs', [lib.target('count(DCGM_FI_DEV_GPU_UTIL{%s})' % s)]),
+      lib.stat('Mean utilisation',
+               [lib.target('avg(%s)' % util)],
+               unit='percentunit',
+               decimals=1,
+               thresholds=[[0.3, 'yellow'], [0.6, 'green']]),
+      lib.stat('Slowest GPU vs median',
+               [lib.target('min(%s) / quantile(0.5, %s)' % [util, util])],
+               unit='percentunit',
+               decimals=0,
+               thresholds=[[0.5, 'yellow'], [0.8, 'green']],
+               description="Utilisation of the job's least busy GPU as a share of the median: low means a straggler holds the job back."),
+      lib.stat('Allocated GPUs without a process',
+               [lib.target('sum(gpuscope_gpu_allocated_idle{%s}) or vector(0)' % s)],
+               thresholds=[[1, 'orange']]),
+      lib.stat('Energy in range',
+               [lib.target('sum(increase(gpuscope_gpu_energy_joules_total{%s}[$__range])) / 3.6e6' % s)],
+               unit='kwatth',
+               decimals=2),
+      lib.stat('XID errors in range',
+               [lib.target('sum(%s) or vector(0)' % c.increase('gpuscope_xid_errors_total{%s}' % s, '$__range'))],
+               thresholds=[[1, 'red']]),
+
+      lib.row('Training efficiency'),
+      lib.timeseries('Job utilisation: mean, median, slowest GPU',
+                     [
+                       lib.target('avg(%s)' % util, 'mean'),
+                       lib.target('quantile(0.5, %s)' % util, 'median'),
+                       lib.target('min(%s)' % util, 'slowest GPU'),
+                       lib.target('max(%s)' % util, 'busiest GPU'),
+                     ],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     description='A steady gap between the median and the slowest GPU is a straggler; dips of all lines together are the step rhythm, collectives and checkpoints (see the PCIe-burst annotation).'),
+      lib.timeseries("Where the GPU time goes (mean over the job's GPUs)", [
+        lib.target('avg(DCGM_FI_PROF_SM_ACTIVE{%s, GPU_I_ID=""})' % s, 'SM active'),
+        lib.target('avg(DCGM_FI_PROF_SM_OCCUPANCY{%s, GPU_I_ID=""})' % s, 'SM occupancy'),
+        lib.target('avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{%s, GPU_I_ID=""})' % s, 'tensor pipes'),
+        lib.target('avg(DCGM_FI_PROF_DRAM_ACTIVE{%s, GPU_I_ID=""})' % s, 'HBM bandwidth'),
+        lib.target('avg(DCGM_FI_DEV_GPU_UTIL{%s}) / 100' % s, 'GPU utilisation (NVML)'),
+      ], unit='percentunit', min=0, max=1),
+      lib.timeseries('Utilisation per GPU',
+                     [lib.target('max by (%s, gpu) (%s)' % [n, util], '{{%s}} GPU {{gpu}}' % n)],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     legendTable=true,
+                     w=24,
+                     links=[{ title: 'L5 GPU view', url: '/d/%s?${__url_time_range}&var-cluster=${cluster}&var-node=${__field.labels.%s}&var-gpu=${__field.labels.gpu}' % [c.uids.l5, n] }]),
+      lib.timeseries('GPU memory used per GPU',
+                     [lib.target('max by (%s, gpu) (DCGM_FI_DEV_FB_USED{%s, GPU_I_ID=""})' % [n, s], '{{%s}} GPU {{gpu}}' % n)],
+                     unit='decmbytes'),
+      lib.timeseries('NVLink and PCIe traffic of the job', [
+        lib.target('sum(rate(gpuscope_nvlink_data_bytes_total{%s}[$__rate_interval]))' % s, 'NVLink'),
+        lib.target('sum by (direction) (gpuscope_gpu_pcie_bytes_per_second{%s})' % s, 'PCIe {{direction}}'),
+      ], unit='Bps'),
+      lib.timeseries('Power of the job', [
+        lib.target('sum(DCGM_FI_DEV_POWER_USAGE{%s})' % s, 'power'),
+        lib.target('sum(DCGM_FI_DEV_ENFORCED_POWER_LIMIT{%s})' % s, 'power limit'),
+      ], unit='watt'),
+      lib.timeseries("Throttle reasons of the job's GPUs (share of time)", [
+        lib.target('avg by (reason) (rate(gpuscope_gpu_clock_event_seconds_total{%s}[$__rate_interval]))' % s, '{{reason}}'),
+      ], unit='percentunit', bars=true, stack=true),
+      lib.table('Ranks',
+                [
+                  lib.target('max by (%s, gpu, rank, step) (gpuscope_gpu_allocation_info{%s})' % [n, s]),
+                  lib.target('max by (%s, gpu) (%s)' % [n, util]),
+                ],
+                hide=['Time', 'Value #A'],
+                renames={ 'Value #B': 'Utilisation' },
+                units={ Utilisation: 'percentunit' },
+                columnLinks={ gpu: '/d/%s?${__url_time_range}&var-cluster=${cluster}&var-node=${__data.fields.%s}&var-gpu=${__value.raw}' % [c.uids.l5, n] },
+                w=24),
+    ],
+    annotations=[
+      c.annotations.xid(s),
+      lib.annotation('PCIe burst (checkpoint?)',
+                     'sum(gpuscope_gpu_pcie_bytes_per_second{%s, direction="tx"}) > 3 * sum(avg_over_time(gpuscope_gpu_pcie_bytes_per_second{%s, direction="tx"}[30m]))' % [s, s],
+                     'PCIe TX burst: checkpoint write?',
+                     'GPU-to-host traffic at least 3x its 30-minute mean',
+                     color='blue'),
+    ],
+  )

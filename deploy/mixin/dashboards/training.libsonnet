@@ -1,0 +1,77 @@
+// Training (stack document): every training job's efficiency side by side (utilisation, the slowest GPU
+// against the job's median, idle allocated GPUs, energy), and the events that interrupt jobs (NCCL,
+// CUDA, out-of-memory, Slurm). Each job links to its L4 view.
+local lib = import 'lib.libsonnet';
+
+function(c)
+  local j = c.jobLabel;
+  local cl = c.clusterLabel;
+  local jobs = c.sel.jobInfo + ', %s=~"$job"' % j;
+  local s = c.sel.job;
+  local owned = s + ', account=~"$account", user=~"$user"';
+  local agg = c.sel.aggOwner + ', %s=~"$job"' % j;
+  local row = '%s, %s, user, account, partition' % [cl, j];
+  local straggler(by) = 'min by (%s) (%s) / on (%s, %s) group_left () %s{%s}' % [by, c.utilOwned(owned), cl, j, c.rec.jobUtilMedian, c.sel.agg + ', %s=~"$job"' % j];
+  c.dashboard(
+    c.uids.training,
+    'gpuscope / Training',
+    'Training jobs: efficiency, stragglers, memory, energy, and the events that interrupt them. Down: L4 Job.',
+    ['training', 'job'],
+    [c.variables.cluster, c.variables.account, c.variables.user, c.variables.job],
+    [
+      lib.row('Jobs'),
+      lib.table('Training jobs',
+                [
+                  lib.target('%s{%s}' % [c.rec.jobGpus, agg]),
+                  lib.target('%s{%s}' % [c.rec.jobUtilAvg, agg]),
+                  lib.target(straggler(row)),
+                  lib.target('sum by (%s) (%s{%s})' % [row, c.rec.idleBool, owned]),
+                  lib.target('sum by (%s) (%s) / 3.6e6' % [row, c.withOwner('increase(gpuscope_gpu_energy_joules_total{%s}[$__range])' % s, jobs)]),
+                ],
+                hide=['Time', cl],
+                renames={ 'Value #A': 'GPUs', 'Value #B': 'Utilisation', 'Value #C': 'Slowest / median', 'Value #D': 'GPUs under the idle threshold', 'Value #E': 'Energy in range' },
+                units={ Utilisation: 'percentunit', 'Slowest / median': 'percentunit', 'Energy in range': 'kwatth' },
+                columnLinks={ [j]: c.cellLink(c.uids.l4, 'job', ['cluster']) },
+                h=9,
+                description='Click a job for its L4 view. Slowest / median below 50% is a straggler.'),
+
+      lib.row('Efficiency'),
+      lib.timeseries('Utilisation by job',
+                     [lib.target('%s{%s}' % [c.rec.jobUtilAvg, agg], '{{%s}}' % j)],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     legendTable=true,
+                     links=[{ title: 'L4 job view', url: c.seriesLink(c.uids.l4, 'job', j) }]),
+      lib.timeseries('Straggler view: slowest GPU / median, by job',
+                     [
+                       lib.target(straggler('%s, %s' % [cl, j]), '{{%s}}' % j),
+                     ],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     thresholds=[[0.5, 'red']],
+                     description='1 when all GPUs of the job work alike; a job whose line falls under the red line waits on one GPU.'),
+      lib.timeseries('Tensor-pipe activity by job', [
+        lib.target('avg by (%s) (%s)' % [j, c.withOwner('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{%s, GPU_I_ID=""}' % s, jobs)], '{{%s}}' % j),
+      ], unit='percentunit', min=0, max=1),
+      lib.timeseries('GPU memory used by job', [
+        lib.target('sum by (%s) (%s)' % [j, c.withOwner('DCGM_FI_DEV_FB_USED{%s, GPU_I_ID=""}' % s, jobs)], '{{%s}}' % j),
+      ], unit='decmbytes'),
+      lib.timeseries('Power by job', [
+        lib.target('sum by (%s) (%s)' % [j, c.withOwner('DCGM_FI_DEV_POWER_USAGE{%s}' % s, jobs)], '{{%s}}' % j),
+      ], unit='watt'),
+      lib.timeseries('NVLink traffic by job', [
+        lib.target('sum by (%s) (%s)' % [j, c.withOwner('rate(gpuscope_nvlink_data_bytes_total{%s}[$__rate_interval])' % s, jobs)], '{{%s}}' % j),
+      ], unit='Bps'),
+
+      lib.row('Interruptions'),
+      lib.timeseries("Events on the jobs' nodes by class", [
+        lib.target('sum by (class) (increase(gpuscope_events_total{%s, class=~"nccl|nccl_watchdog|cuda|cuda_oom|oom|xid|sxid|ib_completion|slurm_interruption"}[$__rate_interval]) and on(instance) group by (instance) (gpuscope_job_info{%s}))' % [c.sel.cluster, jobs], '{{class}}'),
+      ], bars=true, stack=true, description='Classified kernel and job-log events (NCCL errors and watchdog timeouts, CUDA errors and OOM, kernel OOM kills, XID/SXid, IB completion errors, Slurm interruptions) on the nodes running the selected jobs.'),
+      lib.timeseries("XID errors on the jobs' GPUs", [
+        lib.target('sum by (%s, xid) (%s)' % [j, c.withOwner(c.increase('gpuscope_xid_errors_total{%s}' % s, '$__rate_interval'), jobs)], '{{%s}} XID {{xid}}' % j),
+      ], bars=true),
+    ],
+    annotations=[c.annotations.xid(s)],
+  )
