@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs gpuscope-agent on a simulated 8-GPU H100
-# training node (the simulator stands in for libnvidia-ml.so.1, so the agent's real NVML path runs).
-# Usage: scripts/run.sh [scenario.yaml] [extra agent flags...]   Stop with Ctrl-C.
+# The main job: installs what is missing, builds, and starts the demo stack (scripts/demo.sh): a simulated
+# fleet of GPU nodes, Prometheus with the mixin's rules and Alertmanager with its routes, on loopback.
+# Usage: scripts/run.sh [demo options: --fast, --speed N, --alerts-after S, --once]   Stop with Ctrl-C.
+#        scripts/run.sh --single [scenario.yaml] [extra agent flags...]
+#          one gpuscope-agent on a simulated 8-GPU node (default the H100 training scenario) on :9400.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" "$root/build" -DGPUSCOPE_BENCH=OFF
+
+if [ "${1:-}" != "--single" ]; then
+  exec "$root/scripts/demo.sh" --build "$root/build" "$@"
+fi
+shift
 scenario=${1:-$root/sim/scenarios/h100-training.yaml}
 shift || true
 address=${GPUSCOPE_LISTEN:-127.0.0.1:9400}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The demo stack on loopback, from an existing build: a simulated GPU fleet (one gpuscope-agent per node,
+# each on a shipped scenario with its own Hostname and Slurm job), Prometheus with the mixin's recording
+# and alerting rules, Alertmanager with its routes and inhibitions, and a webhook receiver that logs every
+# notification. Prints the URLs, the notifications as they arrive and, after a few minutes, the firing
+# alerts. Ctrl-C stops everything and removes the temporary files.
+# Usage: scripts/demo.sh [--build DIR] [--fast] [--speed N] [--alerts-after SECONDS] [--once]
+#   --build DIR  build folder with gpuscope-agent and the simulator (default build/; scripts/run.sh builds it)
+#   --fast       the mixin with every for:/window shrunk to seconds (as the integration tests use it), so
+#                that slow alerts (NVLink errors, idle allocated GPUs) fire within the first minute too
+#   --speed N    simulated seconds per real second (default 10: the scenarios' faults fall within minutes)
+# Needs: python3, prometheus, prometheus-alertmanager, jsonnet (scripts/install-deps.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --build=*) build=$(cd "${1#--build=}" && pwd); shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+agent=$build/src/agent/gpuscope-agent
+sim=$build/sim/libnvidia-ml.so.1
+for f in "$agent" "$sim"; do
+  [ -e "$f" ] || { echo "demo: $f is missing; build first (scripts/run.sh builds and starts the demo)" >&2; exit 1; }
+done
+for tool in prometheus prometheus-alertmanager; do
+  command -v "$tool" >/dev/null || { echo "demo: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
+done
+
+# Every process of the stack and every temporary file lives under one process group and one folder.
+tmp=$(mktemp -d -t gpuscope-demo.XXXXXX)
+stack=""
+cleanup() {
+  trap - INT TERM EXIT
+  if [ -n "$stack" ] && kill -0 "$stack" 2>/dev/null; then
+    kill -TERM -- "-$stack" 2>/dev/null || true
+    # fleet.py stops its agents, Prometheus and Alertmanager itself; anything left after 20 s is killed.
+    for _ in $(seq 200); do kill -0 "$stack" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$stack" 2>/dev/null || true
+  fi
+  # Children outlive the leader only when it was killed hard; the group id still names them.
+  [ -n "$stack" ] && kill -KILL -- "-$stack" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# setsid: the stack gets its own process group (Ctrl-C reaches only this script, which stops the group).
+TMPDIR=$tmp setsid python3 "$root/tests/integration/fleet.py" demo --agent "$agent" --sim "$sim" \
+  --webhook-log "$tmp/webhook.log" ${args[@]+"${args[@]}"} &
+stack=$!
+wait "$stack"

@@ -1,0 +1,152 @@
+"""Integration: the dashboards' queries on a live Prometheus. A simulated fleet (the demo's: every shipped
+scenario, faults included, InfiniBand and host topology from fixture trees on two nodes) plus one agent
+running the slurm collector against a real single-node Slurm (a running job, a pending one, the node
+draining) is scraped by real Prometheus with the mixin's recording and alerting rules. Then every query of
+every committed dashboard (deploy/mixin/generated/dashboards, template variables set to Grafana's "All")
+must return data over the run, as Grafana's range queries do (annotations and "in range" panels included),
+and so must every query of NVIDIA's dcgm-exporter dashboard (Grafana id 12239,
+tests/fixtures/dcgm-dashboard-12239/queries.txt): the drop-in claim. Queries that cannot have data here
+are listed in NO_DATA_HERE, each with its reason. Without root or the Slurm packages, the queries of
+Slurm metrics are skipped.
+
+The rules are the committed ones (deploy/mixin/generated/prometheus): the dashboards read recording rules
+by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
+variant of the alerting test shrinks.
+
+Usage: dashboards_test.py AGENT SIM_LIBRARY"""
+
+import dataclasses
+import json
+import os
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashboard_queries  # noqa: E402
+import fleet  # noqa: E402
+import harness  # noqa: E402
+import slurm_harness  # noqa: E402
+
+AGENT, SIM = sys.argv[1:3]
+DASHBOARDS = os.path.join(fleet.GENERATED, "dashboards")
+DCGM_QUERIES = os.path.join(fleet.ROOT, "tests", "fixtures", "dcgm-dashboard-12239", "queries.txt")
+
+# The demo fleet, its faults brought forward: h100-faults' XIDs and ECC errors within ~25 s, the NVLink CRC
+# errors within ~20 s, the other scenarios' daily curves and checkpoints moving.
+NODES = tuple(dataclasses.replace(n, speed=5 if n.scenario == "h100-faults.yaml" else 30) for n in fleet.DEMO_NODES)
+# Metrics only the slurm collector (one agent per cluster, talking to slurmctld) or its recording rules make.
+SLURM_ONLY = ("gpuscope_slurm_", ":slurm_")
+
+# (dashboard title, panel title [refId]) -> why the query has no data on this fleet.
+NO_DATA_HERE = {
+    ("gpuscope / Slurm jobs", "Fairshare by account [A]"):
+        "sshare needs Slurm accounting (slurmdbd + a database); the test cluster runs without it",
+}
+
+
+def dcgm_dashboard_queries():
+    """[(panel title, expr)] of queries.txt, $Hostname and $gpu set to All."""
+    queries = []
+    with open(DCGM_QUERIES) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                title, expr = line.rstrip("\n").split("\t", 1)
+                queries.append((title, dashboard_queries.substitute(expr)))
+    return queries
+
+
+def query_range_has_data(prometheus, expr, start, end):
+    """True when expr returns at least one sample between start and end (Unix seconds), step 2 s: what a
+    Grafana time-series panel or annotation over that range would draw."""
+    url = prometheus.url + "/api/v1/query_range?" + urllib.parse.urlencode(
+        {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "2"})
+    try:
+        body = json.loads(harness.http_get(url, timeout=30)[2])
+    except urllib.error.HTTPError as error:
+        raise AssertionError(f"query {expr!r} failed: {error.read().decode(errors='replace')}") from None
+    if body.get("status") != "success":
+        raise AssertionError(f"query {expr!r} failed: {body}")
+    return any(series["values"] for series in body["data"]["result"])
+
+
+class DashboardQueriesReturnData(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.slurm, cls.fleet = None, None
+        try:
+            cls.queries = dashboard_queries.panel_queries(DASHBOARDS, include_variables=True)
+            nodes = NODES
+            if slurm_harness.slurm_available():
+                cls.slurm = slurm_harness.SlurmCluster().start()
+                running = cls.slurm.sbatch("sleep 600", ["--gres=gpu:2"], user="alice", account="physics")
+                cls.slurm.wait_for_state(running, "RUNNING")
+                cls.slurm.sbatch("sleep 600", ["--gres=gpu:8"], user="alice", account="physics")  # pending
+                cls.slurm.run_client(["scontrol", "update", f"NodeName={cls.slurm.node}", "State=DRAIN",
+                                      "Reason=dashboard test"])
+                # The cluster's one agent with the slurm collector runs on the Slurm node itself.
+                nodes += (fleet.Node(cls.slurm.node, "h100-training.yaml", speed=30,
+                                     args=("--collector.slurm", "--collector.slurm.interval=2s"),
+                                     env=(f"SLURM_CONF={cls.slurm.conf_path}",)),)
+            cls.start = time.time()
+            cls.fleet = fleet.Fleet(AGENT, SIM, nodes,
+                                    rule_files=[os.path.join(fleet.GENERATED, f) for f in fleet.RULE_FILES])
+            cls.prometheus = cls.fleet.prometheus
+            # Data arrives over the first tens of seconds (recording rules, rate windows, faults); wait until
+            # every query that should have data has had some, or the deadline passes (the tests name the rest).
+            try:
+                harness.wait_for(lambda: not cls.missing(), 150, "every dashboard query to return data")
+            except AssertionError:
+                pass
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.fleet:
+            cls.fleet.stop()
+        if cls.slurm:
+            cls.slurm.stop()
+
+    @classmethod
+    def expected(cls):
+        """The queries that must have data here: not allowlisted, and not Slurm's without a Slurm."""
+        return [(d, p, e) for d, p, e in cls.queries
+                if (d, p) not in NO_DATA_HERE and (cls.slurm or not any(m in e for m in SLURM_ONLY))]
+
+    @classmethod
+    def has_data(cls, expr):
+        return query_range_has_data(cls.prometheus, expr, cls.start, time.time())
+
+    @classmethod
+    def missing(cls):
+        return [(d, p) for d, p, expr in cls.expected() if not cls.has_data(expr)]
+
+    def test_every_dashboard_query_returns_data(self):
+        self.assertGreater(len(self.queries), 0)
+        for dashboard, panel, expr in self.expected():
+            with self.subTest(dashboard=dashboard, panel=panel):
+                self.assertTrue(self.has_data(expr), f"no data: {expr}")
+        if not self.slurm:
+            self.skipTest("no Slurm here (needs root and the Debian Slurm packages): Slurm queries not run")
+
+    def test_every_allowlisted_query_exists_and_still_has_no_data(self):
+        queries = {(d, p): expr for d, p, expr in self.queries}
+        for key, reason in NO_DATA_HERE.items():
+            with self.subTest(query=key, reason=reason):
+                self.assertIn(key, queries, "allowlist entry for a query the dashboards no longer have")
+                self.assertFalse(self.has_data(queries[key]), "has data now: drop it from NO_DATA_HERE")
+
+    def test_dcgm_exporter_dashboard_queries_return_data_from_gpuscope(self):
+        queries = dcgm_dashboard_queries()
+        self.assertGreater(len(queries), 5)
+        for title, expr in queries:
+            with self.subTest(panel=title):
+                self.assertTrue(self.prometheus.query(expr), f"no data now: {expr}")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
