@@ -46,4 +46,7 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head);
 // ASCII case-insensitive comparison.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+// The reason phrase of an HTTP status code ("Service Unavailable"); "Unknown" for codes not listed.
+std::string_view HttpReasonPhrase(int status);
+
 }  // namespace gpuscope

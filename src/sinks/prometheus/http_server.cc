@@ -24,37 +24,6 @@
 namespace gpuscope {
 namespace {
 
-std::string_view Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 413:
-      return "Content Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
-}
-
 // RFC 9110 IMF-fixdate, recomputed at most once per second per thread.
 std::string_view HttpDate() {
   thread_local time_t cached_second = 0;
@@ -512,7 +481,7 @@ bool HttpServer::Send(Connection& conn, std::string_view path, HttpResponse& res
   char number[24];
   auto end = std::to_chars(number, number + sizeof(number), response.status).ptr;
   head.append(number, end).push_back(' ');
-  head.append(Reason(response.status)).append("\r\nDate: ").append(HttpDate());
+  head.append(HttpReasonPhrase(response.status)).append("\r\nDate: ").append(HttpDate());
   head.append("\r\nContent-Type: ").append(response.content_type);
   end = std::to_chars(number, number + sizeof(number), body.size()).ptr;
   head.append("\r\nContent-Length: ").append(number, end).append("\r\n");

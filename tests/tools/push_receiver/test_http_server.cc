@@ -15,6 +15,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "src/sinks/prometheus/http_request.h"
+
 namespace gpuscope::testing {
 namespace {
 
@@ -30,37 +32,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-std::string_view ReasonPhrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 413:
-      return "Content Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Status";
-  }
 }
 
 // Parses the request line and headers of `head` (without the final empty line).
@@ -115,7 +86,8 @@ std::string TestHttpRequest::QueryParam(std::string_view key) const {
 
 std::string MakeHttpResponse(int status, std::string_view content_type, std::string_view body,
                              const std::vector<std::pair<std::string, std::string>>& extra_headers) {
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
+  std::string out =
+      "HTTP/1.1 " + std::to_string(status) + " " + std::string(HttpReasonPhrase(status)) + "\r\n";
   if (!content_type.empty()) out += "Content-Type: " + std::string(content_type) + "\r\n";
   for (const auto& [name, value] : extra_headers) out += name + ": " + value + "\r\n";
   out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
