@@ -158,8 +158,9 @@ TEST_F(EventPipelineTest, OversizedLinesAreCutCountedAndStillClassified) {
 }
 
 TEST_F(EventPipelineTest, HostileBytesNeverBreakTheRecord) {
+  static constexpr char kHostile[] = "\0\xff\xfe garbage \xc3";
   EventPipeline pipeline(Options(), &ledger_, &jobs_, &gpus_);
-  std::string hostile = std::string(kCancel) + std::string("\0\xff\xfe garbage \xc3", 16) + "\n";
+  std::string hostile = std::string(kCancel) + std::string(kHostile, sizeof(kHostile) - 1) + "\n";
   Append("slurm-8.out", hostile + std::string(3000, '\0') + "\n");
   pipeline.PollOnce();
   ASSERT_EQ(shipped_.size(), 1u);

@@ -13,7 +13,8 @@ EventRecord SampleRecord() {
   r.host = "gpu-node-07";
   r.source = "file";
   r.origin = "/var/log/slurm/slurm-4242.out";
-  r.line = std::string("NCCL WARN NET/IB : Got completion from peer\0with status=12", 58);
+  static constexpr char kLine[] = "NCCL WARN NET/IB : Got completion from peer\0with status=12";
+  r.line = std::string(kLine, sizeof(kLine) - 1);
   r.event.event_class = "ib_completion";
   r.event.severity = EventSeverity::kError;
   r.event.summary = "IB completion error";
