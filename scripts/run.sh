@@ -21,9 +21,16 @@ cat <<MSG
 gpuscope-agent on a simulated node ($(basename "$scenario"))
   metrics:  http://$address/metrics      (try: curl -s http://$address/metrics | grep DCGM_FI_DEV_GPU_UTIL)
   health:   http://$address/healthz  ready: http://$address/readyz
+  events:   the simulator's kernel log (XID lines) is tailed: curl -s http://$address/metrics | grep gpuscope_events_total
   Ctrl-C stops it.
 
 MSG
-export GPUSCOPE_SIM_SCENARIO=$scenario
-exec "$root/build/src/agent/gpuscope-agent" --nvml.library "$root/build/sim/libnvidia-ml.so.1" \
-  --web.listen-address "$address" "$@"
+# The simulator writes its XID lines to a kernel log the agent tails, so the event path runs too.
+state=$(mktemp -d -t gpuscope-single.XXXXXX)
+trap 'rm -rf "$state"' EXIT
+export GPUSCOPE_SIM_SCENARIO=$scenario GPUSCOPE_SIM_KERNEL_LOG=$state/kern.log
+: > "$state/kern.log"
+"$root/build/src/agent/gpuscope-agent" --nvml.library "$root/build/sim/libnvidia-ml.so.1" \
+  --web.listen-address "$address" --events.file "$state/kern.log" --events.state-dir "$state/events" "$@" ||
+  status=$?
+exit "${status:-0}"
