@@ -5,4 +5,4 @@ add_library(gpuscope_events_jobs
   ${CMAKE_CURRENT_LIST_DIR}/jobs_text.cc
   ${CMAKE_CURRENT_LIST_DIR}/nccl.cc
   ${CMAKE_CURRENT_LIST_DIR}/torch.cc)
-target_link_libraries(gpuscope_events_jobs PUBLIC gpuscope_events_core)
+target_link_libraries(gpuscope_events_jobs PUBLIC gpuscope_events_core PRIVATE gpuscope_events_classifier_text)

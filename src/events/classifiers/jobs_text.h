@@ -1,6 +1,6 @@
-// Internal helpers shared by the "jobs" classifiers (NCCL, PyTorch, CUDA lines from training jobs):
-// bounded substring search, number parsing and capped, UTF-8-safe copies of untrusted text.
-// Not part of the public interface; include only from src/events/classifiers/*.cc.
+// What the "jobs" classifiers (NCCL, PyTorch, CUDA lines from training jobs) add to the shared text
+// helpers (src/events/classifiers/text.h): line and field caps, their cleaning rule, and parsers of
+// job-log values. Not part of the public interface; include only from src/events/classifiers/*.cc.
 //
 // Thread-safety: pure functions, safe from any thread.
 #pragma once
@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "src/events/classifiers/text.h"
+
 namespace gpuscope::jobs_text {
 
 // Longest prefix of a line that the detailed parsers look at; a megabyte line is classified by its head.
@@ -19,18 +21,15 @@ inline constexpr std::size_t kMaxParsedLine = 16 * 1024;
 inline constexpr std::size_t kMaxFieldBytes = 256;
 inline constexpr std::size_t kMaxMessageBytes = 1024;
 
+// Job fields: invalid UTF-8 bytes and control characters become '?' (a tab a space), no trimming, and a
+// cut field ends in "...".
+inline constexpr classifier_text::CleanRules kFieldRules{
+    .trim = false, .control = '?', .invalid_utf8 = "?", .cut_marker = "..."};
+
 // The line cut to kMaxParsedLine bytes.
-std::string_view Head(std::string_view line);
-
-// Position of `needle` in `text`, or npos.
-std::size_t Find(std::string_view text, std::string_view needle, std::size_t from = 0);
-
-// Parses leading decimal digits of `text` (no sign). Returns nullopt when there is no digit or the value
-// overflows uint64. On success `consumed` (if given) receives the number of digits read.
-std::optional<std::uint64_t> ParseUint(std::string_view text, std::size_t* consumed = nullptr);
-
-// Parses a signed decimal integer (optional leading '-'); nullopt when absent or out of range.
-std::optional<std::int64_t> ParseInt(std::string_view text, std::size_t* consumed = nullptr);
+inline std::string_view Head(std::string_view line) {
+  return line.size() > kMaxParsedLine ? line.substr(0, kMaxParsedLine) : line;
+}
 
 // Parses the digits right after `key` at its first occurrence in `text`, e.g. ("rank 3 ...", "rank ").
 std::optional<std::uint64_t> UintAfter(std::string_view text, std::string_view key);
@@ -39,9 +38,11 @@ std::optional<std::uint64_t> UintAfter(std::string_view text, std::string_view k
 // (binary units, as PyTorch's format_size prints them). nullopt when `text` does not start with one.
 std::optional<std::uint64_t> ParseByteSize(std::string_view text);
 
-// A copy of `text` cut to `max_bytes` (at a UTF-8 boundary, "..." appended when cut), with invalid UTF-8
-// bytes and control characters replaced by '?'. Never allocates more than max_bytes + 3.
-std::string Sanitize(std::string_view text, std::size_t max_bytes = kMaxFieldBytes);
+// A copy of `text` cut to `max_bytes` (at a UTF-8 boundary, "..." appended when cut), cleaned by
+// kFieldRules. Never allocates more than max_bytes + 3.
+inline std::string Sanitize(std::string_view text, std::size_t max_bytes = kMaxFieldBytes) {
+  return classifier_text::Clean(text, max_bytes, kFieldRules);
+}
 
 // `text` without leading and trailing spaces, tabs, CR and LF.
 std::string_view Trim(std::string_view text);

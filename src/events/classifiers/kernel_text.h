@@ -1,14 +1,15 @@
-// Small text helpers shared by the kernel-family classifiers (XID, OOM, Slurm lines): substring search,
-// digit parsing and bounded, UTF-8-clean copies of fields. Internal to src/events/classifiers.
+// What the kernel-family classifiers (XID, OOM, Slurm lines) add to the shared text helpers
+// (src/events/classifiers/text.h): their field caps and cleaning rule. Internal to src/events/classifiers.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+
+#include "src/core/utf8.h"
+#include "src/events/classifiers/text.h"
 
 namespace gpuscope::kernel_text {
 
@@ -17,23 +18,21 @@ namespace gpuscope::kernel_text {
 inline constexpr size_t kMaxMessageBytes = 256;
 inline constexpr size_t kMaxNameBytes = 64;
 
-// Offset of `needle` in `hay` at or after `from`, or npos. Uses memmem (no allocation).
-size_t Find(std::string_view hay, std::string_view needle, size_t from = 0);
-
-inline bool Contains(std::string_view hay, std::string_view needle) {
-  return Find(hay, needle) != std::string_view::npos;
-}
-
-inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// Kernel fields: control characters become spaces, invalid UTF-8 becomes U+FFFD, surrounding spaces are
+// trimmed and a long field is cut silently.
+inline constexpr classifier_text::CleanRules kFieldRules{
+    .trim = true, .control = ' ', .invalid_utf8 = kUtf8ReplacementChar, .cut_marker = {}};
 
 // The leading run of decimal digits of `s` (possibly empty).
-std::string_view LeadingDigits(std::string_view s);
+inline std::string_view LeadingDigits(std::string_view s) {
+  size_t n = 0;
+  while (n < s.size() && classifier_text::IsDigit(s[n])) ++n;
+  return s.substr(0, n);
+}
 
-// Parses a whole string of 1..19 decimal digits; nullopt when empty, not all digits or too long.
-std::optional<uint64_t> ParseDecimal(std::string_view digits);
-
-// A copy of at most `cap` bytes of `s` (cut at a sequence boundary) with control characters turned into
-// spaces, invalid UTF-8 replaced by U+FFFD and surrounding spaces trimmed.
-std::string CleanField(std::string_view s, size_t cap);
+// A copy of at most `cap` bytes of `s` cleaned by kFieldRules.
+inline std::string CleanField(std::string_view s, size_t cap) {
+  return classifier_text::Clean(s, cap, kFieldRules);
+}
 
 }  // namespace gpuscope::kernel_text

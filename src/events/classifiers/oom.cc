@@ -6,16 +6,17 @@
 #include "src/events/classifiers/oom.h"
 
 #include "src/events/classifiers/kernel_text.h"
+#include "src/events/classifiers/text.h"
 
 namespace gpuscope {
 namespace {
 
+using classifier_text::Find;
+using classifier_text::ParseDecimal;
 using kernel_text::CleanField;
-using kernel_text::Find;
 using kernel_text::kMaxMessageBytes;
 using kernel_text::kMaxNameBytes;
 using kernel_text::LeadingDigits;
-using kernel_text::ParseDecimal;
 
 // The number after "KEY" (e.g. "anon-rss:") in `s`, or nullopt.
 std::optional<uint64_t> NumberAfter(std::string_view s, std::string_view key) {
@@ -58,7 +59,7 @@ std::string_view PathComponentAfter(std::string_view path, std::string_view pref
   std::string_view v = path.substr(pos + prefix.size());
   size_t n = 0;
   while (n < v.size() && n < 32 &&
-         (kernel_text::IsDigit(v[n]) || (v[n] >= 'a' && v[n] <= 'z') || (v[n] >= 'A' && v[n] <= 'Z'))) {
+         (classifier_text::IsDigit(v[n]) || (v[n] >= 'a' && v[n] <= 'z') || (v[n] >= 'A' && v[n] <= 'Z'))) {
     ++n;
   }
   if (n < v.size() && v[n] != '/' && v[n] != ',' && v[n] != ' ') return {};

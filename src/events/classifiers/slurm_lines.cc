@@ -10,15 +10,16 @@
 #include <string>
 
 #include "src/events/classifiers/kernel_text.h"
+#include "src/events/classifiers/text.h"
 
 namespace gpuscope {
 namespace {
 
+using classifier_text::Find;
+using classifier_text::ParseDecimal;
 using kernel_text::CleanField;
-using kernel_text::Find;
 using kernel_text::kMaxNameBytes;
 using kernel_text::LeadingDigits;
-using kernel_text::ParseDecimal;
 
 struct StepRef {
   std::string job_id;
@@ -38,7 +39,7 @@ std::optional<StepRef> TakeStepRef(std::string_view& s) {
   if (s.starts_with('.')) {
     s.remove_prefix(1);
     size_t n = 0;
-    while (n < s.size() && n < 16 && (kernel_text::IsDigit(s[n]) || (s[n] >= 'a' && s[n] <= 'z'))) ++n;
+    while (n < s.size() && n < 16 && (classifier_text::IsDigit(s[n]) || (s[n] >= 'a' && s[n] <= 'z'))) ++n;
     ref.step_id = std::string(s.substr(0, n));
     s.remove_prefix(n);
   }
@@ -134,7 +135,7 @@ std::optional<Event> ClassifySlurmOomLine(std::string_view line) {
   if (before.ends_with(' ')) {
     before.remove_suffix(1);
     size_t n = 0;
-    while (n < before.size() && n < 10 && kernel_text::IsDigit(before[before.size() - 1 - n])) ++n;
+    while (n < before.size() && n < 10 && classifier_text::IsDigit(before[before.size() - 1 - n])) ++n;
     if (n > 0) count = std::string(before.substr(before.size() - n));
   }
   std::string_view after = line.substr(pos);
@@ -175,7 +176,7 @@ std::optional<Event> ClassifySrunTaskLine(std::string_view line) {
   if (end == std::string_view::npos || end == 0 || end > 256) return std::nullopt;
   std::string_view tasks = s.substr(0, end);
   for (char c : tasks) {
-    if (!kernel_text::IsDigit(c) && c != '-' && c != ',') return std::nullopt;
+    if (!classifier_text::IsDigit(c) && c != '-' && c != ',') return std::nullopt;
   }
   std::string_view what = s.substr(end + 2);
   while (!what.empty() && (what.back() == '\n' || what.back() == '\r' || what.back() == ' ')) {

@@ -18,6 +18,7 @@
 
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/jobs_text.h"
+#include "src/events/classifiers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -98,7 +99,7 @@ std::optional<Event> ClassifyTorchWatchdogLine(std::string_view line) {
   // Rank: the log prefix's "Rank N]" wins over torchrun's "[rankN]:".
   std::optional<std::uint64_t> rank;
   if (const std::size_t r = before.rfind("Rank "); r != std::string_view::npos) {
-    rank = jobs_text::ParseUint(before.substr(r + 5));
+    rank = classifier_text::ParseUint(before.substr(r + 5));
   }
   if (!rank) rank = UintAfter(before, "[rank");
   AddNumber(event, "rank", rank);

@@ -7,18 +7,19 @@
 #include <string>
 
 #include "src/events/classifiers/kernel_text.h"
+#include "src/events/classifiers/text.h"
 #include "src/events/classifiers/xid_catalog.h"
 #include "src/parsers/pci.h"
 
 namespace gpuscope {
 namespace {
 
+using classifier_text::Find;
+using classifier_text::ParseDecimal;
 using kernel_text::CleanField;
-using kernel_text::Find;
 using kernel_text::kMaxMessageBytes;
 using kernel_text::kMaxNameBytes;
 using kernel_text::LeadingDigits;
-using kernel_text::ParseDecimal;
 
 // Parses "(PCI:0000:18:00): 79, " starting at the '(' . On success returns the NVML bus id, the code and
 // the text after "CODE," in `rest`.
@@ -72,10 +73,10 @@ XidAction RecoveryActionFromMessage(std::string_view message, XidAction fallback
   size_t to = message.rfind(" to ");
   if (to == std::string_view::npos) return fallback;
   std::string_view target = message.substr(to);
-  if (kernel_text::Contains(target, "Reboot")) return XidAction::kReboot;
-  if (kernel_text::Contains(target, "Reset")) return XidAction::kResetGpu;
-  if (kernel_text::Contains(target, "Drain")) return XidAction::kResetGpu;
-  if (kernel_text::Contains(target, "None")) return XidAction::kIgnore;
+  if (classifier_text::Contains(target, "Reboot")) return XidAction::kReboot;
+  if (classifier_text::Contains(target, "Reset")) return XidAction::kResetGpu;
+  if (classifier_text::Contains(target, "Drain")) return XidAction::kResetGpu;
+  if (classifier_text::Contains(target, "None")) return XidAction::kIgnore;
   return fallback;
 }
 
