@@ -50,8 +50,7 @@ Status PushSender::Start() {
     if (running_) return Status::Internal("PushSender " + options_.name + " already running");
   }
   if (!options_.encode) return Status::InvalidArgument("push sink " + options_.name + " has no encoder");
-  QueueBatch probe;
-  if (queue_->Peek(options_.name, 1, 1, &probe).code() == Status::Code::kNotFound) {
+  if (!queue_->HasConsumer(options_.name)) {
     return Status::InvalidArgument("push sink " + options_.name + " is not a consumer of the queue");
   }
   HttpClientOptions client_options;

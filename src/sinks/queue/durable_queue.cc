@@ -584,6 +584,10 @@ uint64_t DurableQueue::PendingLocked(const Consumer& consumer) const {
   return n;
 }
 
+bool DurableQueue::HasConsumer(std::string_view consumer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return FindLocked(consumer) != nullptr;
+}
 uint64_t DurableQueue::pending_records(std::string_view consumer) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Consumer* c = FindLocked(consumer);

@@ -88,6 +88,8 @@ class DurableQueue {
   // _dropped_total{reason="full|corrupt"}.
   std::vector<MetricFamily> Metrics(std::string_view queue_name) const;
 
+  // Whether `consumer` is one of options.consumers.
+  bool HasConsumer(std::string_view consumer) const;
   // Current counts for one consumer, for callers and tests; 0 for an unknown consumer.
   uint64_t pending_records(std::string_view consumer) const;
   uint64_t dropped_full(std::string_view consumer) const;

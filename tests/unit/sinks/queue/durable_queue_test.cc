@@ -394,6 +394,8 @@ TEST(QueueDurableQueue, UnknownConsumerAndAnotherConsumersBatchAreNotFound) {
   EXPECT_EQ(q->Ack("otlp", b.id).code(), Status::Code::kNotFound);  // ids are per consumer
   EXPECT_EQ(q->pending_records("otlp"), 1u);
   EXPECT_EQ(q->pending_records("nobody"), 0u);
+  EXPECT_TRUE(q->HasConsumer("loki"));
+  EXPECT_FALSE(q->HasConsumer("nobody"));
   EXPECT_TRUE(q->Ack("loki", b.id).ok());
 }
 
