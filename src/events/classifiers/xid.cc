@@ -80,20 +80,6 @@ XidAction RecoveryActionFromMessage(std::string_view message, XidAction fallback
   return fallback;
 }
 
-EventSeverity SeverityForAction(XidAction action) {
-  switch (action) {
-    case XidAction::kIgnore:
-      return EventSeverity::kWarning;
-    case XidAction::kRestartApp:
-    case XidAction::kContactSupport:
-      return EventSeverity::kError;
-    case XidAction::kResetGpu:
-    case XidAction::kReboot:
-      return EventSeverity::kCritical;
-  }
-  return EventSeverity::kError;
-}
-
 }  // namespace
 
 std::optional<Event> ClassifyXidLine(std::string_view line) {
@@ -114,7 +100,7 @@ std::optional<Event> ClassifyXidLine(std::string_view line) {
   EventSeverity severity = info.severity;
   if (header->code == 154) {
     action = RecoveryActionFromMessage(rest, action);
-    severity = SeverityForAction(action);
+    severity = XidActionSeverity(action);
   }
 
   Event event;

@@ -247,6 +247,20 @@ static_assert(std::is_sorted(kCatalog.begin(), kCatalog.end(),
 
 }  // namespace
 
+EventSeverity XidActionSeverity(XidAction action) {
+  switch (action) {
+    case XidAction::kIgnore:
+      return EventSeverity::kWarning;
+    case XidAction::kRestartApp:
+      return EventSeverity::kError;
+    case XidAction::kResetGpu:
+    case XidAction::kReboot:
+    case XidAction::kContactSupport:
+      return EventSeverity::kCritical;
+  }
+  return EventSeverity::kCritical;
+}
+
 std::string_view XidActionName(XidAction action) {
   switch (action) {
     case XidAction::kIgnore:

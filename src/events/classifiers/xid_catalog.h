@@ -19,6 +19,11 @@ enum class XidAction { kIgnore, kRestartApp, kResetGpu, kReboot, kContactSupport
 // "ignore", "restart_app", "reset_gpu", "reboot", "contact_support".
 std::string_view XidActionName(XidAction action);
 
+// The severity the catalog gives an action: ignore -> warning, restart_app -> error, reset_gpu, reboot and
+// contact_support -> critical (an XID that needs a person or a reset should page). For XIDs whose action
+// is only known from the message (154).
+EventSeverity XidActionSeverity(XidAction action);
+
 struct XidInfo {
   uint32_t code = 0;
   std::string_view name;         // NVIDIA's mnemonic, e.g. "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"

@@ -194,6 +194,11 @@ TEST(EventsKernelXidCatalog, CoversTheCodesOperatorsMeetAndIsSorted) {
 
 // The severity follows the action (xid_catalog.cc): an alert routed on one must agree with the other.
 TEST(EventsKernelXidCatalog, SeverityFollowsTheAction) {
+  EXPECT_EQ(XidActionSeverity(XidAction::kIgnore), EventSeverity::kWarning);
+  EXPECT_EQ(XidActionSeverity(XidAction::kRestartApp), EventSeverity::kError);
+  EXPECT_EQ(XidActionSeverity(XidAction::kResetGpu), EventSeverity::kCritical);
+  EXPECT_EQ(XidActionSeverity(XidAction::kReboot), EventSeverity::kCritical);
+  EXPECT_EQ(XidActionSeverity(XidAction::kContactSupport), EventSeverity::kCritical);
   for (const XidInfo& info : XidCatalog()) {
     switch (info.action) {
       case XidAction::kIgnore:
