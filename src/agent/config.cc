@@ -2,12 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "src/core/duration.h"
+#include "src/events/event.h"
 
 namespace gpuscope {
 namespace {
@@ -556,9 +556,7 @@ Status ValidateConfig(const AgentConfig& config) {
       return Status::InvalidArgument("collectors." + name + ".interval must be positive");
     }
   }
-  const std::string_view severities[] = {"debug", "info", "warning", "error", "critical"};
-  if (std::find(std::begin(severities), std::end(severities), config.events_ship_severity) ==
-      std::end(severities)) {
+  if (!ParseEventSeverity(config.events_ship_severity)) {
     return Status::InvalidArgument(
         "events.ship_severity must be debug, info, warning, error or critical, got '" +
         config.events_ship_severity + "'");

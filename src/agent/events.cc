@@ -13,14 +13,6 @@
 namespace gpuscope {
 namespace {
 
-EventSeverity SeverityFromName(std::string_view name) {
-  for (EventSeverity s : {EventSeverity::kDebug, EventSeverity::kInfo, EventSeverity::kWarning,
-                          EventSeverity::kError, EventSeverity::kCritical}) {
-    if (EventSeverityName(s) == name) return s;
-  }
-  return EventSeverity::kInfo;
-}
-
 class EventsCollector : public Collector {
  public:
   EventsCollector(const EventPipeline* pipeline, const DurableQueue* queue,
@@ -116,7 +108,8 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     p.state_dir = config.events_state_dir;
     p.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
     p.poll_interval = config.events_poll_interval;
-    p.ship_severity = SeverityFromName(config.events_ship_severity);
+    p.ship_severity =
+        ParseEventSeverity(config.events_ship_severity).value_or(EventSeverity::kInfo);  // validated
     if (DurableQueue* queue = out->queue_.get()) {
       p.ship = [queue](const EventRecord& record) { return queue->Append(EncodeEventRecord(record)); };
       std::vector<PushSender*> senders;

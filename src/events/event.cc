@@ -18,4 +18,12 @@ std::string_view EventSeverityName(EventSeverity severity) {
   return "info";
 }
 
+std::optional<EventSeverity> ParseEventSeverity(std::string_view name) {
+  for (EventSeverity s : {EventSeverity::kDebug, EventSeverity::kInfo, EventSeverity::kWarning,
+                          EventSeverity::kError, EventSeverity::kCritical}) {
+    if (EventSeverityName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpuscope

@@ -5,6 +5,7 @@
 // Thread-safety: a value type.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,8 @@ namespace gpuscope {
 enum class EventSeverity { kDebug, kInfo, kWarning, kError, kCritical };
 std::string_view EventSeverityName(
     EventSeverity severity);  // "debug", "info", "warning", "error", "critical"
+// The severity EventSeverityName gives `name`; nullopt for any other word.
+std::optional<EventSeverity> ParseEventSeverity(std::string_view name);
 
 struct Event {
   std::string event_class;  // low-cardinality class: "xid", "sxid", "oom", "cuda", "cuda_oom", "nccl",
