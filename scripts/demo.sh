@@ -50,7 +50,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # setsid: the stack gets its own process group (Ctrl-C reaches only this script, which stops the group).
-TMPDIR=$tmp setsid python3 "$root/tests/integration/fleet.py" demo --agent "$agent" --sim "$sim" \
+python=python3; [ -x "$root/.venv/bin/python3" ] && python=$root/.venv/bin/python3
+TMPDIR=$tmp setsid "$python" "$root/tests/integration/fleet.py" demo --agent "$agent" --sim "$sim" \
   --webhook-log "$tmp/webhook.log" ${args[@]+"${args[@]}"} &
 stack=$!
 wait "$stack"

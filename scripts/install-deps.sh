@@ -24,19 +24,26 @@ packages=(
   prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
   prometheus-alertmanager  # Alertmanager + amtool: the mixin's routes and inhibitions, the demo stack
   jsonnet                  # generates the monitoring mixin (deploy/mixin): rules, alerts, routes, dashboards
-  python3-yaml             # reads the mixin's rule and promtool test files in its checks (deploy/mixin/tests)
   prometheus-node-exporter # peer in the side-by-side benchmark
   munge                    # Slurm's authentication, for the real-Slurm integration tests
   slurmctld                # Slurm controller: attribution and scheduler-collector integration tests
   slurmd                   # Slurm node daemon: runs the test jobs and our prolog/epilog
   slurm-client             # sbatch, squeue, sinfo, scontrol, sdiag, sshare (tests and the collectors)
   wrk                      # HTTP load generator for the endpoint benchmark
+  ccache                   # compiler cache: the test run builds several trees (plain, ASan, TSan) of one source
   curl                     # scraping in scripts and the demo
   apache2-utils            # htpasswd: bcrypt hashes for the basic-auth test fixtures
   openssl                  # self-signed certificates in TLS tests
-  python3                  # small test helpers (golden-file normalisation)
+  python3                  # fallback interpreter for the test helpers' virtual environment (pyenv's is used when on PATH)
+  python3-venv             # creates the project virtual environment (.venv) from Debian's python3
+  libcurl4-openssl-dev     # libcurl: the push sinks' HTTP client (proxies, HTTP/2, TLS)
+  clang-tidy               # static analysis with the committed .clang-tidy, in the default test run
+  libclang-rt-14-dev       # clang's sanitizer runtimes: the ThreadSanitizer build (clang, -Wthread-safety)
   git                      # build revision in gpuscope_build_info
 )
+
+# A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.
+command -v go >/dev/null 2>&1 || packages+=(golang-go)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -44,13 +51,35 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing packages (${missing[*]}); run as root" >&2
   exit 1
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=versions.env
+. "$root/scripts/versions.env"
+
+# The project's virtual environment: the test helpers import only what is pinned there, whatever the
+# interpreter on PATH happens to carry. Rebuilt when the pins change.
+venv=$root/.venv
+stamp="$PYTHON_REQUIREMENTS"
+if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "$stamp" ]; then
+  echo "install-deps: creating $venv ($PYTHON_REQUIREMENTS)"
+  rm -rf "$venv"
+  python3 -m venv "$venv" || /usr/bin/python3 -m venv "$venv"
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $PYTHON_REQUIREMENTS
+  printf '%s' "$stamp" >"$venv/.pins"
+fi
+
+# Pinned Go modules, into the Go module cache (outside the repository).
+if ! go mod download -json "$GO_NVML_MODULE@$GO_NVML_VERSION" >/dev/null; then
+  echo "install-deps: cannot fetch $GO_NVML_MODULE@$GO_NVML_VERSION from the Go module proxy" >&2
+  exit 1
+fi
