@@ -25,3 +25,32 @@ function(gpuscope_add_fuzz_target name source corpus)
     set_tests_properties(${name}_corpus_replay PROPERTIES LABELS fuzz-replay)
   endif()
 endfunction()
+
+# gpuscope_require_program(VAR NAME... [PATHS ...]): find_program for a program the default test run needs.
+# A missing one stops the configure step, so that its tests are never dropped with only a warning;
+# -DGPUSCOPE_ALLOW_MISSING_TOOLS=ON (never in scripts/test.sh) turns that into a warning.
+function(gpuscope_require_program var)
+  find_program(${var} ${ARGN})
+  if(NOT ${var})
+    if(GPUSCOPE_ALLOW_MISSING_TOOLS)
+      message(WARNING "${ARGV1} not found: the tests that need it are not registered")
+    else()
+      message(FATAL_ERROR "${ARGV1} not found: the default test run needs it (run scripts/install-deps.sh, "
+                          "or configure with -DGPUSCOPE_ALLOW_MISSING_TOOLS=ON to leave its tests out)")
+    endif()
+  endif()
+endfunction()
+
+# gpuscope_add_python_test(NAME SCRIPT [ARGS ...] LABELS ... [TIMEOUT s] [PROPERTIES ...]): a Python
+# unittest script on the project's interpreter. The script ends with tests/tools/unittest_main.py's
+# main(), which exits 77 when every case skipped (no root, no Slurm, ...): CTest shows that as a skip,
+# not as a pass.
+function(gpuscope_add_python_test name script)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;LABELS;PROPERTIES" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${script} ${ARG_ARGS})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} SKIP_RETURN_CODE 77
+                                          ${ARG_PROPERTIES})
+endfunction()

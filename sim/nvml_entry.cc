@@ -9,13 +9,15 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::once_flag
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sim/control.h"
 #include "sim/simulator.h"
+#include "src/core/mutex.h"
 #include "src/platform/nvml/nvml_api.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))
@@ -54,10 +56,10 @@ constexpr unsigned kNoInstance = 0xFFFFFFFFu;
 nvmlDevice_st g_handles[kMaxGpus][kSlots] = {};
 std::once_flag g_handles_once;
 
-std::mutex g_mu;
-std::shared_ptr<Simulator> g_sim;
-int g_refs = 0;
-std::set<nvmlGpmSample_st*> g_samples;
+gpuscope::Mutex g_mu;
+std::shared_ptr<Simulator> g_sim GUARDED_BY(g_mu);
+int g_refs GUARDED_BY(g_mu) = 0;
+std::set<nvmlGpmSample_st*> g_samples GUARDED_BY(g_mu);
 
 nvmlDevice_t Handle(unsigned gpu, int mig) {
   std::call_once(g_handles_once, [] {
@@ -78,7 +80,7 @@ bool Resolve(nvmlDevice_t device, unsigned& gpu, int& mig) {
 }
 
 std::shared_ptr<Simulator> Current() {
-  std::lock_guard lock(g_mu);
+  gpuscope::MutexLock lock(&g_mu);
   return g_sim;
 }
 
@@ -188,7 +190,7 @@ ActivityIntegrals Scaled(ActivityIntegrals a, double f) {
 
 nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sample) {
   {
-    std::lock_guard lock(g_mu);
+    gpuscope::MutexLock lock(&g_mu);
     if (g_samples.count(sample.handle) == 0) return NVML_ERROR_INVALID_ARGUMENT;
   }
   if (!c.config().model->gpm) return NVML_ERROR_NOT_SUPPORTED;
@@ -232,8 +234,13 @@ char* Text(const char* s) { return const_cast<char*>(s); }  // NVML's struct has
 
 extern "C" {
 
+// The simulator's one control beside the NVML entry points (sim/control.h): moves frozen time.
+SIM_EXPORT void gpuscopeSimSetTime(double seconds) {
+  if (auto sim = Current()) sim->SetFrozenTime(seconds);
+}
+
 SIM_EXPORT nvmlReturn_t nvmlInit_v2() {
-  std::lock_guard lock(g_mu);
+  gpuscope::MutexLock lock(&g_mu);
   if (g_refs > 0) {
     ++g_refs;
     return NVML_SUCCESS;
@@ -249,7 +256,7 @@ SIM_EXPORT nvmlReturn_t nvmlInit_v2() {
 }
 
 SIM_EXPORT nvmlReturn_t nvmlShutdown() {
-  std::lock_guard lock(g_mu);
+  gpuscope::MutexLock lock(&g_mu);
   if (g_refs == 0) return NVML_ERROR_UNINITIALIZED;
   if (--g_refs == 0) {
     g_sim->Shutdown();
@@ -819,14 +826,14 @@ SIM_EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
   if (!Current()) return NVML_ERROR_UNINITIALIZED;
   if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   auto* s = new nvmlGpmSample_st();
-  std::lock_guard lock(g_mu);
+  gpuscope::MutexLock lock(&g_mu);
   g_samples.insert(s);
   sample->handle = s;
   return NVML_SUCCESS;
 }
 
 SIM_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
-  std::lock_guard lock(g_mu);
+  gpuscope::MutexLock lock(&g_mu);
   if (g_samples.erase(sample.handle) == 0) return NVML_ERROR_INVALID_ARGUMENT;
   delete sample.handle;
   return NVML_SUCCESS;
@@ -858,7 +865,7 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
   nvmlGpmSample_st s1;
   nvmlGpmSample_st s2;
   {
-    std::lock_guard lock(g_mu);
+    gpuscope::MutexLock lock(&g_mu);
     if (g_samples.count(metrics_get->sample1.handle) == 0 ||
         g_samples.count(metrics_get->sample2.handle) == 0) {
       return NVML_ERROR_INVALID_ARGUMENT;

@@ -59,7 +59,7 @@ ProcProcessScanner::ProcProcessScanner(std::string proc_root, std::string marker
       by_gpu_(gpu_count) {}
 
 std::vector<std::vector<unsigned>> ProcProcessScanner::ProcessesByGpu() {
-  std::lock_guard lock(mu_);
+  gpuscope::MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   if (scanned_ && now - scanned_at_ < kRescanEvery) return by_gpu_;
   scanned_ = true;

@@ -9,11 +9,12 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "src/core/mutex.h"
 
 namespace gpuscope::sim {
 
@@ -35,10 +36,10 @@ class ProcProcessScanner {
   const std::string proc_root_;
   const std::string marker_;
   const unsigned gpu_count_;
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point scanned_at_{};  // guarded by mu_
-  bool scanned_ = false;                                // guarded by mu_
-  std::vector<std::vector<unsigned>> by_gpu_;           // guarded by mu_
+  gpuscope::Mutex mu_;
+  std::chrono::steady_clock::time_point scanned_at_ GUARDED_BY(mu_){};
+  bool scanned_ GUARDED_BY(mu_) = false;
+  std::vector<std::vector<unsigned>> by_gpu_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpuscope::sim

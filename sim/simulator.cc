@@ -71,6 +71,7 @@ std::variant<std::unique_ptr<Simulator>, std::string> Simulator::FromEnvironment
 
 Simulator::Simulator(Scenario scenario, TimeBase time)
     : scenario_(std::move(scenario)), time_(time), start_(std::chrono::steady_clock::now()) {
+  if (time_.frozen) frozen_now_ = *time_.frozen;
   for (unsigned i = 0; i < gpu_count(); ++i) {
     slots_.push_back(std::make_unique<GpuSlot>());
     slots_.back()->state = InitialState(scenario_, i);
@@ -102,10 +103,7 @@ Simulator::Simulator(Scenario scenario, TimeBase time)
 Simulator::~Simulator() { Shutdown(); }
 
 double Simulator::Now() const {
-  if (time_.frozen) {
-    // Tests move frozen time forward (or back) between calls by changing the variable.
-    return EnvNumber("GPUSCOPE_SIM_TIME").value_or(*time_.frozen);
-  }
+  if (time_.frozen) return frozen_now_.load();
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
   return time_.start_offset + elapsed.count() * time_.speed;
 }
@@ -115,7 +113,7 @@ GpuState Simulator::StateAt(unsigned gpu, double t) {
   const bool idle = scanner_ && scanner_->ProcessesByGpu()[gpu].empty();
   const Scenario& scenario = idle ? idle_scenario_ : scenario_;
   GpuSlot& slot = idle ? *idle_slots_[gpu] : *slots_[gpu];
-  std::lock_guard lock(slot.mu);
+  gpuscope::MutexLock lock(&slot.mu);
   if (slot.state.tick > tick) slot.state = InitialState(scenario, gpu);  // asked for the past: replay
   while (slot.state.tick < tick) Step(scenario, gpu, slot.state);
   return slot.state;
@@ -158,34 +156,34 @@ unsigned Simulator::Pid(unsigned gpu, unsigned process) const {
 Simulator::EventSetState* Simulator::CreateEventSet() {
   auto set = std::make_unique<EventSetState>();
   EventSetState* raw = set.get();
-  std::lock_guard lock(events_mu_);
+  gpuscope::MutexLock lock(&events_mu_);
   sets_.emplace(raw, std::move(set));
   return raw;
 }
 
 bool Simulator::IsEventSet(EventSetState* set) {
-  std::lock_guard lock(events_mu_);
+  gpuscope::MutexLock lock(&events_mu_);
   return sets_.count(set) != 0;
 }
 
 void Simulator::FreeEventSet(EventSetState* set) {
-  std::lock_guard lock(events_mu_);
+  gpuscope::MutexLock lock(&events_mu_);
   sets_.erase(set);
-  events_cv_.notify_all();
+  events_cv_.NotifyAll();
 }
 
 void Simulator::RegisterEvents(EventSetState* set, unsigned gpu, uint64_t mask) {
-  std::lock_guard lock(events_mu_);
+  gpuscope::MutexLock lock(&events_mu_);
   auto it = sets_.find(set);
   if (it != sets_.end()) it->second->masks[gpu] |= mask;
-  events_cv_.notify_all();
+  events_cv_.NotifyAll();
 }
 
 Simulator::WaitResult Simulator::WaitEvent(EventSetState* set, unsigned timeout_ms, SimEvent* out) {
   // nvmlEventTypeXidCriticalError; the only event type the simulator produces.
   constexpr uint64_t kXidMask = 0x8;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::unique_lock lock(events_mu_);
+  gpuscope::MutexLock lock(&events_mu_);
   while (true) {
     if (shut_down_) return WaitResult::kShutdown;
     auto it = sets_.find(set);
@@ -214,13 +212,13 @@ Simulator::WaitResult Simulator::WaitEvent(EventSetState* set, unsigned timeout_
       if (due < wake) wake = due;
     }
     if (std::chrono::steady_clock::now() >= deadline) return WaitResult::kTimeout;
-    events_cv_.wait_until(lock, wake);
+    events_cv_.WaitUntil(&events_mu_, wake);
   }
 }
 
 void Simulator::PumpKernelLog(double now) {
   if (now < next_log_time_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(log_mu_);
+  gpuscope::MutexLock lock(&log_mu_);
   std::ofstream log(scenario_.kernel_log, std::ios::app);
   while (log_cursor_ < events_.size() && events_[log_cursor_].time <= now) {
     const SimEvent& e = events_[log_cursor_++];
@@ -238,8 +236,8 @@ void Simulator::PumpKernelLog(double now) {
 
 void Simulator::Shutdown() {
   shut_down_ = true;
-  std::lock_guard lock(events_mu_);
-  events_cv_.notify_all();
+  gpuscope::MutexLock lock(&events_mu_);
+  events_cv_.NotifyAll();
 }
 
 }  // namespace gpuscope::sim

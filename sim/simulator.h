@@ -8,11 +8,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -22,6 +20,7 @@
 #include "sim/physics.h"
 #include "sim/proc_processes.h"
 #include "sim/scenario.h"
+#include "src/core/mutex.h"
 
 namespace gpuscope::sim {
 
@@ -29,7 +28,7 @@ namespace gpuscope::sim {
 struct TimeBase {
   double speed = 1;
   double start_offset = 0;
-  std::optional<double> frozen;  // GPUSCOPE_SIM_TIME: t is fixed (re-read from the environment per call)
+  std::optional<double> frozen;  // GPUSCOPE_SIM_TIME: t is fixed (tests move it with gpuscopeSimSetTime)
 };
 
 class Simulator {
@@ -81,14 +80,17 @@ class Simulator {
   // Appends the kernel-log lines of every event due by now (when the scenario has kernel_log).
   void PumpKernelLog(double now);
 
+  // Moves frozen time (GPUSCOPE_SIM_TIME) to `t`; ignored when time runs.
+  void SetFrozenTime(double t) { frozen_now_.store(t); }
+
   // Wakes waiters and ends hangs; calls in flight return soon after.
   void Shutdown();
   bool shut_down() const { return shut_down_.load(); }
 
  private:
   struct GpuSlot {
-    std::mutex mu;
-    GpuState state;
+    gpuscope::Mutex mu;
+    GpuState state GUARDED_BY(mu);
   };
 
   Scenario scenario_;
@@ -100,13 +102,14 @@ class Simulator {
   std::unique_ptr<ProcProcessScanner> scanner_;
   std::vector<SimEvent> events_;
   std::atomic<bool> shut_down_{false};
+  std::atomic<double> frozen_now_{0};  // simulated now while time_.frozen
 
-  std::mutex events_mu_;
-  std::condition_variable events_cv_;
-  std::map<EventSetState*, std::unique_ptr<EventSetState>> sets_;
+  gpuscope::Mutex events_mu_;
+  gpuscope::CondVar events_cv_;
+  std::map<EventSetState*, std::unique_ptr<EventSetState>> sets_ GUARDED_BY(events_mu_);
 
-  std::mutex log_mu_;
-  size_t log_cursor_ = 0;
+  gpuscope::Mutex log_mu_;
+  size_t log_cursor_ GUARDED_BY(log_mu_) = 0;
   std::atomic<double> next_log_time_{kForever};
 };
 

@@ -2,8 +2,7 @@
 # dashboard_lint.py checks the committed dashboards (generate.sh --check keeps them equal to the jsonnet):
 # unique panel ids, ${datasource} references, variables defined and used, every query parsed by promtool,
 # recorded series written by the recording rules, metrics documented, links between levels resolving.
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
-find_program(PROMTOOL_BIN promtool)
+gpuscope_require_program(PROMTOOL_BIN promtool)
 if(PROMTOOL_BIN)
   add_test(NAME mixin_dashboards_lint
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/component/dashboard_lint.py
@@ -12,6 +11,4 @@ if(PROMTOOL_BIN)
                    --metrics-doc ${PROJECT_SOURCE_DIR}/docs/metrics.md
                    --promtool ${PROMTOOL_BIN})
   set_tests_properties(mixin_dashboards_lint PROPERTIES LABELS component TIMEOUT 120)
-else()
-  message(WARNING "promtool not found: the dashboard lint is not registered (run scripts/install-deps.sh)")
 endif()

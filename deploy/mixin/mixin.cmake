@@ -1,14 +1,12 @@
 # Tests of the monitoring mixin (deploy/mixin), label component. Included from tests/component.
 # Needs jsonnet, promtool, amtool and prometheus-alertmanager (scripts/install-deps.sh), and PyYAML.
 set(GPUSCOPE_MIXIN_DIR ${PROJECT_SOURCE_DIR}/deploy/mixin)
-find_program(GPUSCOPE_JSONNET jsonnet)
-find_program(GPUSCOPE_PROMTOOL promtool)
-find_program(GPUSCOPE_AMTOOL amtool)
+gpuscope_require_program(GPUSCOPE_JSONNET jsonnet)
+gpuscope_require_program(GPUSCOPE_PROMTOOL promtool)
+gpuscope_require_program(GPUSCOPE_AMTOOL amtool)
 if(NOT GPUSCOPE_JSONNET OR NOT GPUSCOPE_PROMTOOL OR NOT GPUSCOPE_AMTOOL)
-  message(WARNING "mixin tests need jsonnet, promtool and amtool (scripts/install-deps.sh); not registered")
   return()
 endif()
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 # The committed generated files are what the jsonnet sources produce.
 add_test(NAME mixin_generated_files_are_current COMMAND ${GPUSCOPE_MIXIN_DIR}/generate.sh --check)

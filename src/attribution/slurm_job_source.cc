@@ -21,7 +21,7 @@ SlurmJobSource::~SlurmJobSource() { Stop(); }
 void SlurmJobSource::Start() {
   if (thread_.joinable()) std::abort();
   {
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    MutexLock lock(&wake_mu_);
     stopping_ = false;
   }
   thread_ = std::thread([this] { Run(); });
@@ -29,25 +29,28 @@ void SlurmJobSource::Start() {
 
 void SlurmJobSource::Stop() {
   {
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    MutexLock lock(&wake_mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void SlurmJobSource::Run() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
-  while (!stopping_) {
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(&wake_mu_);
+      if (stopping_) return;
+    }
     QueryOnce(false);
-    lock.lock();
-    wake_.wait_for(lock, options_.min_query_interval, [this] { return stopping_; });
+    MutexLock lock(&wake_mu_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.min_query_interval;
+    while (!stopping_ && std::chrono::steady_clock::now() < deadline) wake_.WaitUntil(&wake_mu_, deadline);
   }
 }
 
 Status SlurmJobSource::QueryOnce(bool force) {
-  std::lock_guard<std::mutex> cycle(cycle_mu_);
+  MutexLock cycle(&cycle_mu_);
   std::shared_ptr<const JobTable::View> view = table_->Current();
   const Clock::time_point now = Clock::now();
 
@@ -114,7 +117,7 @@ Status SlurmJobSource::Query(const std::set<std::string, std::less<>>& allocated
   bool was_up;
   bool first_query;
   {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
+    MutexLock lock(&metrics_mu_);
     was_up = up_;
     first_query = queries_.empty();
     up_ = run.status.ok();
@@ -151,12 +154,12 @@ void SlurmJobSource::Publish(const JobTable::View& view) {
     update.jobs.push_back(std::move(info));
   }
   table_->Update(AttributionSource::kSlurm, std::move(update));
-  std::lock_guard<std::mutex> lock(metrics_mu_);
+  MutexLock lock(&metrics_mu_);
   cached_ = cache_.size();
 }
 
 std::vector<MetricFamily> SlurmJobSource::MetricFamilies() const {
-  std::lock_guard<std::mutex> lock(metrics_mu_);
+  MutexLock lock(&metrics_mu_);
   std::vector<MetricFamily> families;
   families.push_back({"gpuscope_attribution_slurm_up",
                       "1 when the last scontrol query succeeded, 0 when it failed or timed out (see the log)",

@@ -14,10 +14,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,6 +23,7 @@
 
 #include "src/attribution/job_table.h"
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/parsers/scontrol_job.h"
 #include "src/platform/command.h"  // RunCommandWithTimeout, CommandResult
@@ -66,27 +65,27 @@ class SlurmJobSource {
     std::chrono::steady_clock::time_point last_allocated;
   };
   void Run();
-  Status Query(const std::set<std::string, std::less<>>& allocated);  // requires cycle_mu_
-  void Publish(const JobTable::View& view);                           // requires cycle_mu_
+  Status Query(const std::set<std::string, std::less<>>& allocated) REQUIRES(cycle_mu_);
+  void Publish(const JobTable::View& view) REQUIRES(cycle_mu_);
 
   const SlurmJobSourceOptions options_;
   JobTable* const table_;
 
-  std::mutex cycle_mu_;                               // one cycle at a time
-  std::map<std::string, Cached, std::less<>> cache_;  // guarded by cycle_mu_
-  std::set<std::string, std::less<>> unknown_;  // allocated, not in Slurm's last answer; guarded by cycle_mu_
-  std::chrono::steady_clock::time_point last_query_{};  // guarded by cycle_mu_
-  bool queried_ = false;                                // guarded by cycle_mu_
+  Mutex cycle_mu_;  // one cycle at a time
+  std::map<std::string, Cached, std::less<>> cache_ GUARDED_BY(cycle_mu_);
+  std::set<std::string, std::less<>> unknown_ GUARDED_BY(cycle_mu_);  // allocated, not in Slurm's last answer
+  std::chrono::steady_clock::time_point last_query_ GUARDED_BY(cycle_mu_){};
+  bool queried_ GUARDED_BY(cycle_mu_) = false;
 
-  mutable std::mutex metrics_mu_;
-  bool up_ = false;                          // guarded by metrics_mu_
-  std::map<std::string, uint64_t> queries_;  // result -> count; guarded by metrics_mu_
-  double last_duration_s_ = 0;               // guarded by metrics_mu_
-  size_t cached_ = 0;                        // guarded by metrics_mu_
+  mutable Mutex metrics_mu_;
+  bool up_ GUARDED_BY(metrics_mu_) = false;
+  std::map<std::string, uint64_t> queries_ GUARDED_BY(metrics_mu_);  // result -> count
+  double last_duration_s_ GUARDED_BY(metrics_mu_) = 0;
+  size_t cached_ GUARDED_BY(metrics_mu_) = 0;
 
-  std::mutex wake_mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by wake_mu_
+  Mutex wake_mu_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(wake_mu_) = false;
   std::thread thread_;
 };
 

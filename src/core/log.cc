@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
 
+#include "src/core/mutex.h"
 #include "src/core/utf8.h"
 
 namespace gpuscope {
@@ -13,7 +13,7 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<int> g_format{static_cast<int>(LogFormat::kLogfmt)};
-std::mutex g_write_mu;
+Mutex g_write_mu;  // one line at a time on stderr
 
 std::string_view LevelName(LogLevel level) {
   switch (level) {
@@ -134,7 +134,7 @@ void Log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
   if (!LogEnabled(level)) return;
   std::string line =
       FormatLogLine(static_cast<LogFormat>(g_format.load()), NowRfc3339(), level, message, fields);
-  std::lock_guard<std::mutex> lock(g_write_mu);
+  MutexLock lock(&g_write_mu);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

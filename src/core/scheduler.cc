@@ -32,21 +32,23 @@ void Scheduler::Add(std::unique_ptr<Collector> collector, std::chrono::milliseco
   slot->collector = std::move(collector);
   slot->interval = std::max(interval, std::chrono::milliseconds(1));
   slots_.push_back(std::move(slot));
+  MutexLock lock(&mu_);
+  stats_.emplace_back();
 }
 
 void Scheduler::Start() {
   started_at_ = std::chrono::steady_clock::now();
-  for (auto& slot : slots_) {
-    threads_.emplace_back([this, s = slot.get()] { Loop(s); });
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    threads_.emplace_back([this, i] { Loop(i); });
   }
 }
 
 void Scheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
@@ -55,13 +57,14 @@ void Scheduler::Stop() {
 
 void Scheduler::RunOnce() {
   if (started_at_ == std::chrono::steady_clock::time_point{}) started_at_ = std::chrono::steady_clock::now();
-  for (auto& slot : slots_) RunCycle(slot.get());
+  for (size_t i = 0; i < slots_.size(); ++i) RunCycle(i);
 }
 
-void Scheduler::Loop(Slot* slot) {
+void Scheduler::Loop(size_t index) {
+  const Slot* slot = slots_[index].get();
   auto next = std::chrono::steady_clock::now();
   while (true) {
-    RunCycle(slot);
+    RunCycle(index);
     // Fixed rate: the next cycle starts one interval after the previous start; missed slots are skipped
     // rather than run back to back.
     next += slot->interval;
@@ -70,12 +73,14 @@ void Scheduler::Loop(Slot* slot) {
       auto behind = (now - next) / slot->interval + 1;
       next += slot->interval * behind;
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+    MutexLock lock(&mu_);
+    while (!stopping_ && std::chrono::steady_clock::now() < next) cv_.WaitUntil(&mu_, next);
+    if (stopping_) return;
   }
 }
 
-void Scheduler::RunCycle(Slot* slot) {
+void Scheduler::RunCycle(size_t index) {
+  Slot* slot = slots_[index].get();
   std::vector<MetricFamily> families;
   auto start = std::chrono::steady_clock::now();
   Status status = slot->collector->Collect(families);
@@ -91,18 +96,19 @@ void Scheduler::RunCycle(Slot* slot) {
   // Partial results beat none: whatever the collector appended is published even on error.
   store_->Update(name, std::move(families));
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    slot->ran = true;
-    slot->runs++;
-    slot->last_duration_seconds = duration;
-    slot->last_success = status.succeeded();
-    slot->last_completed = end;
+    MutexLock lock(&mu_);
+    SlotStats& stats = stats_[index];
+    stats.ran = true;
+    stats.runs++;
+    stats.last_duration_seconds = duration;
+    stats.last_success = status.succeeded();
+    stats.last_completed = end;
     if (status.succeeded()) {
-      slot->last_success_unix_seconds = UnixSeconds();
-      slot->last_error.clear();
+      stats.last_success_unix_seconds = UnixSeconds();
+      stats.last_error.clear();
     } else {
-      slot->failures++;
-      slot->last_error = status.ToString();
+      stats.failures++;
+      stats.last_error = status.ToString();
     }
   }
   PublishSelfMetrics();
@@ -111,7 +117,7 @@ void Scheduler::RunCycle(Slot* slot) {
   // memory reflects what the agent holds, not its high-water mark (costs ~0.1 ms per cycle).
   malloc_trim(0);
 #endif
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 std::vector<MetricDescription> Scheduler::SelfMetricDescriptions() {
@@ -157,15 +163,16 @@ void Scheduler::PublishSelfMetrics() {
   MetricFamily runs = Family(kSelf[kRuns]);
   MetricFamily failures = Family(kSelf[kFailures]);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& slot : slots_) {
-      if (!slot->ran) continue;
-      Labels labels{{"collector", std::string(slot->collector->Name())}};
-      duration.samples.push_back({labels, slot->last_duration_seconds});
-      success.samples.push_back({labels, slot->last_success ? 1.0 : 0.0});
-      last_success.samples.push_back({labels, slot->last_success_unix_seconds});
-      runs.samples.push_back({labels, static_cast<double>(slot->runs)});
-      failures.samples.push_back({std::move(labels), static_cast<double>(slot->failures)});
+    MutexLock lock(&mu_);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const SlotStats& stats = stats_[i];
+      if (!stats.ran) continue;
+      Labels labels{{"collector", std::string(slots_[i]->collector->Name())}};
+      duration.samples.push_back({labels, stats.last_duration_seconds});
+      success.samples.push_back({labels, stats.last_success ? 1.0 : 0.0});
+      last_success.samples.push_back({labels, stats.last_success_unix_seconds});
+      runs.samples.push_back({labels, static_cast<double>(stats.runs)});
+      failures.samples.push_back({std::move(labels), static_cast<double>(stats.failures)});
     }
   }
   std::vector<MetricFamily> families;
@@ -181,18 +188,20 @@ HealthReport Scheduler::Health() const {
   HealthReport report;
   report.ready = true;
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& slot : slots_) {
-    std::string name(slot->collector->Name());
-    if (!slot->ran) report.ready = false;
-    if (!slot->collector->Healthy()) {
+  MutexLock lock(&mu_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = *slots_[i];
+    const SlotStats& stats = stats_[i];
+    std::string name(slot.collector->Name());
+    if (!stats.ran) report.ready = false;
+    if (!slot.collector->Healthy()) {
       report.healthy = false;
       report.detail += name + ": source unavailable";
-      if (!slot->last_error.empty()) report.detail += " (" + slot->last_error + ")";
+      if (!stats.last_error.empty()) report.detail += " (" + stats.last_error + ")";
       report.detail += "\n";
     }
-    auto stall_after = std::max<std::chrono::steady_clock::duration>(3 * slot->interval, stall_floor_);
-    auto since = slot->ran ? slot->last_completed : started_at_;
+    auto stall_after = std::max<std::chrono::steady_clock::duration>(3 * slot.interval, stall_floor_);
+    auto since = stats.ran ? stats.last_completed : started_at_;
     if (since != std::chrono::steady_clock::time_point{} && now - since > stall_after) {
       report.healthy = false;
       report.detail += name + ": no completed cycle for " +
@@ -204,10 +213,13 @@ HealthReport Scheduler::Health() const {
 }
 
 bool Scheduler::WaitUntilReady(std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] {
-    return std::all_of(slots_.begin(), slots_.end(), [](const auto& slot) { return slot->ran; });
-  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (true) {
+    if (std::all_of(stats_.begin(), stats_.end(), [](const SlotStats& s) { return s.ran; })) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    cv_.WaitUntil(&mu_, deadline);
+  }
 }
 
 std::vector<const Collector*> Scheduler::collectors() const {

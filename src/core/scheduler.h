@@ -10,15 +10,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "src/core/collector.h"
 #include "src/core/health.h"
+#include "src/core/mutex.h"
 #include "src/core/snapshot.h"
 
 namespace gpuscope {
@@ -56,7 +55,9 @@ class Scheduler {
   struct Slot {
     std::unique_ptr<Collector> collector;
     std::chrono::milliseconds interval;
-    // Guarded by Scheduler::mu_.
+  };
+  // What the scheduler knows of a slot's cycles; stats_[i] belongs to slots_[i].
+  struct SlotStats {
     bool ran = false;
     bool last_success = false;
     double last_duration_seconds = 0;
@@ -67,19 +68,20 @@ class Scheduler {
     std::string last_error;
   };
 
-  void Loop(Slot* slot);
-  void RunCycle(Slot* slot);
-  void PublishSelfMetrics();
+  void Loop(size_t index);
+  void RunCycle(size_t index);
+  void PublishSelfMetrics() EXCLUDES(mu_);
 
   SnapshotStore* store_;
   std::chrono::milliseconds stall_floor_;
   std::chrono::steady_clock::time_point started_at_{};
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // fixed after Start()
   std::vector<std::thread> threads_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;  // signalled on stop and after each cycle
-  bool stopping_ = false;               // guarded by mu_
+  mutable Mutex mu_;
+  mutable CondVar cv_;  // signalled on stop and after each cycle
+  std::vector<SlotStats> stats_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpuscope

@@ -8,7 +8,7 @@ namespace gpuscope {
 SnapshotStore::SnapshotStore() : current_(std::make_shared<const Snapshot>()) {}
 
 void SnapshotStore::Update(std::string_view source, std::vector<MetricFamily> families) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   by_source_[std::string(source)] = std::move(families);
 
   // Merge by name so that each family is rendered with one HELP/TYPE, whatever its sources.
@@ -29,7 +29,7 @@ void SnapshotStore::Update(std::string_view source, std::vector<MetricFamily> fa
 }
 
 std::shared_ptr<const Snapshot> SnapshotStore::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_;
 }
 

@@ -7,13 +7,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -34,10 +34,10 @@ class SnapshotStore {
   std::shared_ptr<const Snapshot> Current() const;
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<MetricFamily>> by_source_;  // guarded by mu_
-  std::shared_ptr<const Snapshot> current_;                               // guarded by mu_
-  uint64_t next_version_ = 1;                                             // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::vector<MetricFamily>> by_source_ GUARDED_BY(mu_);
+  std::shared_ptr<const Snapshot> current_ GUARDED_BY(mu_);
+  uint64_t next_version_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace gpuscope

@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 
 AGENT, SIM, SCENARIOS, GOLDEN = sys.argv[1:5]
 UPDATE = "--update" in sys.argv
@@ -94,4 +96,4 @@ class Golden(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest_main.main(argv=sys.argv[:1])

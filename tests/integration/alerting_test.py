@@ -20,6 +20,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 import fleet  # noqa: E402
 import harness  # noqa: E402
 
@@ -269,4 +271,4 @@ class FastVariant(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest_main.main(argv=sys.argv[:1])

@@ -25,6 +25,8 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 import harness  # noqa: E402
 
 AGENT, SIM, RECEIVER, ROOT = sys.argv[1:5]
@@ -542,4 +544,4 @@ class HostileInput(EventPathTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1] + sys.argv[5:], verbosity=2)
+    unittest_main.main(argv=sys.argv[:1] + sys.argv[5:])

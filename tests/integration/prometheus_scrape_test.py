@@ -11,6 +11,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 import harness  # noqa: E402
 
 AGENT, SIM, SCENARIOS = sys.argv[1:4]
@@ -181,4 +183,4 @@ class AgentLifecycle(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest_main.main(argv=sys.argv[:1])

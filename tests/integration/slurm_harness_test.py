@@ -13,6 +13,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 import harness  # noqa: E402
 import slurm_harness  # noqa: E402
 
@@ -101,4 +103,4 @@ class SlurmHarnessTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    unittest_main.main()

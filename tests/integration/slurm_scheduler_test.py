@@ -13,6 +13,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 import harness  # noqa: E402
 import slurm_harness  # noqa: E402
 
@@ -114,4 +116,4 @@ class SlurmSchedulerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     PROBE = sys.argv.pop(1)
-    unittest.main()
+    unittest_main.main()

@@ -18,11 +18,17 @@ GpuWorker::GpuWorker(std::shared_ptr<const NvmlLibrary> nvml, unsigned int index
 }
 
 GpuWorker::~GpuWorker() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->stop = true;
-  state_->cv.notify_all();
-  bool exited = state_->cv.wait_for(lock, kJoinTimeout, [this] { return state_->exited; });
-  lock.unlock();
+  bool exited = false;
+  {
+    State& state = *state_;
+    const auto deadline = std::chrono::steady_clock::now() + kJoinTimeout;
+    MutexLock lock(&state.mu);
+    state.stop = true;
+    state.cv.NotifyAll();
+    while (!state.exited && std::chrono::steady_clock::now() < deadline)
+      state.cv.WaitUntil(&state.mu, deadline);
+    exited = state.exited;
+  }
   if (exited)
     thread_.join();
   else
@@ -32,12 +38,12 @@ GpuWorker::~GpuWorker() {
 void GpuWorker::Run(std::shared_ptr<State> state) {
   GpuSampleBuffer buffer;
   std::shared_ptr<GpuDevice> device;  // this thread's reference, set once the open succeeds
-  std::unique_lock<std::mutex> lock(state->mu);
+  state->mu.Lock();
   while (true) {
-    state->cv.wait(lock, [&] { return state->stop || (state->job && !state->done); });
+    while (!state->stop && !(state->job && !state->done)) state->cv.Wait(&state->mu);
     if (state->stop) break;
     buffer.swap(state->samples);  // reuse the buffer the collector handed back
-    lock.unlock();
+    state->mu.Unlock();
     buffer.clear();
     std::string open_error;
     if (device == nullptr) {
@@ -49,35 +55,38 @@ void GpuWorker::Run(std::shared_ptr<State> state) {
     if (device != nullptr) {
       outcome = device->Read(&buffer) == GpuDevice::ReadOutcome::kOk ? Outcome::kOk : Outcome::kLost;
     }
-    lock.lock();
+    state->mu.Lock();
     if (state->device == nullptr) state->device = device;
     state->samples.swap(buffer);
     state->outcome = outcome;
     state->open_error = std::move(open_error);
     state->done = true;
-    state->cv.notify_all();
+    state->cv.NotifyAll();
   }
   state->exited = true;
-  state->cv.notify_all();
+  state->cv.NotifyAll();
+  state->mu.Unlock();
 }
 
 bool GpuWorker::Post() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   if (state_->job && !state_->done) return false;
   state_->job = true;
   state_->done = false;
   state_->started = std::chrono::steady_clock::now();
-  state_->cv.notify_all();
+  state_->cv.NotifyAll();
   return true;
 }
 
 bool GpuWorker::WaitUntil(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_until(lock, deadline, [this] { return state_->done; });
+  State& state = *state_;
+  MutexLock lock(&state.mu);
+  while (!state.done && std::chrono::steady_clock::now() < deadline) state.cv.WaitUntil(&state.mu, deadline);
+  return state.done;
 }
 
 GpuWorker::Outcome GpuWorker::Take(GpuSampleBuffer* samples, std::string* open_error) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   samples->swap(state_->samples);
   state_->samples.clear();
   state_->job = false;
@@ -87,18 +96,18 @@ GpuWorker::Outcome GpuWorker::Take(GpuSampleBuffer* samples, std::string* open_e
 }
 
 bool GpuWorker::Busy() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->job && !state_->done;
 }
 
 std::chrono::steady_clock::duration GpuWorker::BusyFor() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   if (!state_->job || state_->done) return {};
   return std::chrono::steady_clock::now() - state_->started;
 }
 
 std::shared_ptr<const GpuDevice> GpuWorker::device() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->device;
 }
 

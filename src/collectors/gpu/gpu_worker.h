@@ -11,13 +11,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "src/collectors/gpu/gpu_device.h"
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -65,17 +64,17 @@ class GpuWorker {
     std::shared_ptr<const NvmlLibrary> nvml;
     std::shared_ptr<const GpuNodeContext> node;  // outlives `device`, which refers to it
     unsigned int index = 0;
-    mutable std::mutex mu;
-    std::condition_variable cv;
-    std::shared_ptr<GpuDevice> device;  // guarded by mu; set once by the thread
-    bool job = false;                   // a job is posted or running
-    bool done = false;                  // the job finished and its result waits to be taken
-    bool stop = false;
-    bool exited = false;
-    std::chrono::steady_clock::time_point started{};
-    GpuSampleBuffer samples;
-    Outcome outcome = Outcome::kOk;
-    std::string open_error;
+    mutable Mutex mu;
+    CondVar cv;
+    std::shared_ptr<GpuDevice> device GUARDED_BY(mu);  // set once by the thread
+    bool job GUARDED_BY(mu) = false;                   // a job is posted or running
+    bool done GUARDED_BY(mu) = false;                  // the job finished and its result waits to be taken
+    bool stop GUARDED_BY(mu) = false;
+    bool exited GUARDED_BY(mu) = false;
+    std::chrono::steady_clock::time_point started GUARDED_BY(mu){};
+    GpuSampleBuffer samples GUARDED_BY(mu);
+    Outcome outcome GUARDED_BY(mu) = Outcome::kOk;
+    std::string open_error GUARDED_BY(mu);
   };
   static void Run(std::shared_ptr<State> state);
 

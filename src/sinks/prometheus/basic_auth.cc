@@ -115,21 +115,21 @@ bool BasicAuthenticator::Check(std::string_view authorization) {
   }
   Digest key = CacheKey(user, password, it->second);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (verified_.contains(key)) {
       ++cache_hits_;
       return true;
     }
   }
   if (!VerifyCryptHash(password, it->second)) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (verified_.size() >= kMaxCachedCredentials) verified_.clear();
   verified_.insert(key);
   return true;
 }
 
 size_t BasicAuthenticator::cache_hits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cache_hits_;
 }
 

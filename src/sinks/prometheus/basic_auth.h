@@ -7,10 +7,11 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -34,9 +35,9 @@ class BasicAuthenticator {
   std::map<std::string, std::string> users_;
   std::string dummy_hash_;  // verified against when the user is unknown
   std::array<unsigned char, 32> cache_secret_;
-  mutable std::mutex mu_;
-  std::set<Digest> verified_;  // guarded by mu_
-  size_t cache_hits_ = 0;      // guarded by mu_
+  mutable Mutex mu_;
+  std::set<Digest> verified_ GUARDED_BY(mu_);
+  size_t cache_hits_ GUARDED_BY(mu_) = 0;
 };
 
 // Verifies `password` against a crypt(3) hash with libcrypt, comparing in constant time. False on any

@@ -161,8 +161,11 @@ Status DurableQueue::Open(DurableQueueOptions options, std::unique_ptr<DurableQu
   if (ec)
     return Status::Unavailable("cannot create queue directory " + options.directory + ": " + ec.message());
   std::unique_ptr<DurableQueue> q(new DurableQueue(std::move(options)));
-  Status st = q->Recover();
-  if (!st.ok()) return st;
+  {
+    MutexLock lock(&q->mu_);
+    Status st = q->Recover();
+    if (!st.ok()) return st;
+  }
   *queue = std::move(q);
   return Status::Ok();
 }
@@ -446,8 +449,9 @@ Status DurableQueue::Append(std::string_view payload) {
   const int64_t now = NowMs();
   EncodeQueueRecord(payload, now, &encoded);
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto roll = [&]() -> Status {
+    mu_.AssertHeld();  // runs only below, under the lock
     Segment& active = segments_.back();
     if (options_.sync != QueueSyncPolicy::kNone && ::fdatasync(active.fd) != 0) {
       return Status::Unavailable(ErrnoText("cannot sync queue segment", SegmentPath(active.seq)));
@@ -490,7 +494,7 @@ Status DurableQueue::Append(std::string_view payload) {
 }
 
 Status DurableQueue::Sync() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const Segment& active = segments_.back();
   if (::fdatasync(active.fd) != 0) {
     return Status::Unavailable(ErrnoText("cannot sync queue segment", SegmentPath(active.seq)));
@@ -516,7 +520,7 @@ Status DurableQueue::Peek(std::string_view consumer_name, size_t max_records, si
                           QueueBatch* batch) {
   batch->id = 0;
   batch->records.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Consumer* consumer = FindLocked(consumer_name);
   if (consumer == nullptr) {
     return Status::NotFound("queue has no consumer " + std::string(consumer_name));
@@ -548,7 +552,7 @@ Status DurableQueue::Peek(std::string_view consumer_name, size_t max_records, si
 }
 
 Status DurableQueue::Ack(std::string_view consumer_name, uint64_t batch_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Consumer* consumer = FindLocked(consumer_name);
   if (consumer == nullptr) {
     return Status::NotFound("queue has no consumer " + std::string(consumer_name));
@@ -585,21 +589,21 @@ uint64_t DurableQueue::PendingLocked(const Consumer& consumer) const {
 }
 
 bool DurableQueue::HasConsumer(std::string_view consumer) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return FindLocked(consumer) != nullptr;
 }
 uint64_t DurableQueue::pending_records(std::string_view consumer) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const Consumer* c = FindLocked(consumer);
   return c != nullptr ? PendingLocked(*c) : 0;
 }
 uint64_t DurableQueue::dropped_full(std::string_view consumer) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const Consumer* c = FindLocked(consumer);
   return c != nullptr ? c->dropped_full : 0;
 }
 uint64_t DurableQueue::dropped_corrupt(std::string_view consumer) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const Consumer* c = FindLocked(consumer);
   return c != nullptr ? c->dropped_corrupt : 0;
 }
@@ -647,7 +651,7 @@ std::vector<MetricDescription> DurableQueue::Describe() {
 }
 
 std::vector<MetricFamily> DurableQueue::Metrics(std::string_view queue_name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const std::string name(queue_name);
   const int64_t now = NowMs();
   const auto desc = Describe();

@@ -22,12 +22,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 
 namespace gpuscope {
@@ -124,26 +124,26 @@ class DurableQueue {
   };
 
   explicit DurableQueue(DurableQueueOptions options);
-  Status Recover();
-  Status OpenNewSegment(uint64_t seq);
-  Status WriteCheckpoint(const Consumer& consumer);
-  void Normalize();          // moves cursors past fully read sealed segments, deletes passed segments
-  void DropOldestSegment();  // drops segments_.front()
-  void RemoveSegmentFile(Segment& segment);
+  Status Recover() REQUIRES(mu_);
+  Status OpenNewSegment(uint64_t seq) REQUIRES(mu_);
+  Status WriteCheckpoint(const Consumer& consumer) REQUIRES(mu_);
+  void Normalize() REQUIRES(mu_);  // moves cursors past fully read sealed segments, deletes passed ones
+  void DropOldestSegment() REQUIRES(mu_);  // drops segments_.front()
+  void RemoveSegmentFile(Segment& segment) REQUIRES(mu_);
   std::string SegmentPath(uint64_t seq) const;
   std::string CheckpointPath(std::string_view consumer) const;
   int64_t NowMs() const;
-  Consumer* FindLocked(std::string_view consumer);
-  const Consumer* FindLocked(std::string_view consumer) const;
-  uint64_t PendingLocked(const Consumer& consumer) const;
+  Consumer* FindLocked(std::string_view consumer) REQUIRES(mu_);
+  const Consumer* FindLocked(std::string_view consumer) const REQUIRES(mu_);
+  uint64_t PendingLocked(const Consumer& consumer) const REQUIRES(mu_);
 
   DurableQueueOptions options_;
-  mutable std::mutex mu_;
-  std::deque<Segment> segments_;     // by seq; back() is the one written; guarded by mu_
-  std::vector<Consumer> consumers_;  // in options_.consumers order; guarded by mu_
-  uint64_t total_bytes_ = 0;         // guarded by mu_
-  uint64_t next_batch_id_ = 0;       // ids are unique across consumers; guarded by mu_
-  uint64_t appended_total_ = 0;      // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<Segment> segments_ GUARDED_BY(mu_);     // by seq; back() is the one written
+  std::vector<Consumer> consumers_ GUARDED_BY(mu_);  // in options_.consumers order
+  uint64_t total_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t next_batch_id_ GUARDED_BY(mu_) = 0;  // ids are unique across consumers
+  uint64_t appended_total_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpuscope

@@ -46,12 +46,20 @@ class JsonObject {
 
 // ---- a small strict JSON reader (RFC 8259) for the Loki JSON form ----
 
+struct JsonMember;
+
 struct Json {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
   bool boolean = false;
   std::string text;  // string value, or the number as written
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // std::vector of an incomplete type is fine; a std::pair of one is not (clang with libstdc++).
+  std::vector<JsonMember> members;
+};
+
+struct JsonMember {
+  std::string first;  // key
+  Json second;
 };
 
 class JsonReader {
@@ -186,7 +194,7 @@ class JsonReader {
         std::string key;
         Json value;
         if (!ParseString(&key) || !Consume(':') || !ParseValue(&value, depth + 1)) return false;
-        out->members.emplace_back(std::move(key), std::move(value));
+        out->members.push_back(JsonMember{std::move(key), std::move(value)});
       } while (Consume(','));
       return Consume('}');
     }

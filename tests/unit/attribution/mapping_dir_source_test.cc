@@ -70,7 +70,9 @@ double Metric(const MappingDirSource& source, const std::string& name, const std
 
 std::string JobsOn(const JobTable& table, const std::string& gpu) {
   std::string out;
-  for (const Allocation* allocation : table.Current()->JobsOn(gpu)) {
+  // Hold the view: a temporary shared_ptr in the range expression dies before the loop body runs.
+  std::shared_ptr<const JobTable::View> view = table.Current();
+  for (const Allocation* allocation : view->JobsOn(gpu)) {
     if (!out.empty()) out += ",";
     out += allocation->job_id;
   }

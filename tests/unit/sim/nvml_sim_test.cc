@@ -1,5 +1,5 @@
 // The simulated libnvidia-ml.so.1, driven through its C entry points as the agent drives real NVML.
-// Most tests freeze simulated time (GPUSCOPE_SIM_TIME, re-read at every call) and move it by hand, so
+// Most tests freeze simulated time (GPUSCOPE_SIM_TIME) and move it by hand (gpuscopeSimSetTime), so
 // no assertion depends on wall-clock speed.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "sim/control.h"
 #include "src/platform/nvml/nvml_api.h"
 
 namespace {
@@ -46,7 +47,11 @@ class SimNvml : public ::testing::Test {
     ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
   }
 
-  static void At(double t) { setenv("GPUSCOPE_SIM_TIME", std::to_string(t).c_str(), 1); }
+  // Before Init: the frozen start time; after: moves the running simulator's time.
+  static void At(double t) {
+    setenv("GPUSCOPE_SIM_TIME", std::to_string(t).c_str(), 1);
+    gpuscopeSimSetTime(t);
+  }
 
   static nvmlDevice_t Dev(unsigned i) {
     nvmlDevice_t d = nullptr;
@@ -463,7 +468,7 @@ double AverageUtil(nvmlDevice_t d, double t1, double t2) {
   double sum = 0;
   int n = 0;
   for (int k = static_cast<int>(std::lround(t1 * 10)) + 1; k <= std::lround(t2 * 10); ++k) {
-    setenv("GPUSCOPE_SIM_TIME", std::to_string(k / 10.0 + 0.001).c_str(), 1);
+    gpuscopeSimSetTime(k / 10.0 + 0.001);
     nvmlUtilization_t u{};
     nvmlDeviceGetUtilizationRates(d, &u);
     sum += u.gpu;

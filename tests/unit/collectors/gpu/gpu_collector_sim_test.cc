@@ -1,6 +1,7 @@
 // The GPU collector against the NVML simulator (sim/): the production path, dlopen'ed through
 // NvmlLibrary, with scenario files from sim/scenarios and simulated time frozen by GPUSCOPE_SIM_TIME.
 // ctest runs each test in its own process, so each may pick its own scenario.
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "sim/control.h"
 #include "src/collectors/gpu/gpu_collector.h"
 #include "tests/unit/collectors/gpu/gpu_test_util.h"
 
@@ -23,7 +25,17 @@ using testing::FindSample;
 using testing::LabelNames;
 using testing::LabelValue;
 
-void SetTime(double time_s) { setenv("GPUSCOPE_SIM_TIME", std::to_string(time_s).c_str(), 1); }
+// Freezes simulated time at time_s: the value a simulator starts with, and, once the collector has loaded
+// the library, the running simulator's time (moved through its control, not the environment, which the
+// agent's threads may read meanwhile).
+void SetTime(double time_s) {
+  setenv("GPUSCOPE_SIM_TIME", std::to_string(time_s).c_str(), 1);
+  if (void* lib = dlopen(GPUSCOPE_SIM_NVML_PATH, RTLD_LAZY | RTLD_NOLOAD)) {
+    if (auto* set = reinterpret_cast<void (*)(double)>(dlsym(lib, gpuscope::sim::kSimSetTimeSymbol)))
+      set(time_s);
+    dlclose(lib);
+  }
+}
 void UseScenario(const std::string& name, double time_s) {
   setenv("GPUSCOPE_SIM_SCENARIO", (std::string(GPUSCOPE_SIM_SCENARIOS) + "/" + name).c_str(), 1);
   SetTime(time_s);
