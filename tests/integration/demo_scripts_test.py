@@ -1,9 +1,10 @@
 """Integration: the README's two ways to run the agent locally, as a user runs them, on the built tree.
 scripts/demo.sh (what scripts/run.sh starts) and scripts/single.sh (scripts/run.sh --single) are started
 in a process group of their own, as a terminal starts a command, and stopped with SIGINT sent to that
-group, as Ctrl-C does. Proves that Ctrl-C, also pressed twice, leaves none of their temporary files
-behind (each runs with its own TMPDIR, which must end up empty), and that the single node's default
-scenario gets XID lines through the event path into gpuscope_events_total and gpuscope_xid_errors_total.
+group, as Ctrl-C does. Proves that Ctrl-C, also pressed twice, leaves none of their processes running
+and none of their temporary files behind (each runs with its own TMPDIR, which must end up empty), and
+that the single node's default scenario gets XID lines through the event path into gpuscope_events_total
+and gpuscope_xid_errors_total.
 
 Usage: demo_scripts_test.py BUILD_DIR"""
 
@@ -66,11 +67,26 @@ class Script:
         return sorted(os.path.relpath(os.path.join(d, n), self.tmpdir)
                       for d, dirs, files in os.walk(self.tmpdir) for n in dirs + files)
 
+    def stragglers(self):
+        """Pids of processes still running with the script's TMPDIR (or a folder under it) in their
+        environment: the script and everything it started (the demo's stack runs in a session of its own)."""
+        marker = f"TMPDIR={self.tmpdir}".encode()
+        pids = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if any(v.startswith(marker) for v in f.read().split(b"\0")):
+                        pids.append(int(entry))
+            except (OSError, ValueError):
+                continue
+        return pids
+
     def kill(self):
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for pid in [self.process.pid] + self.stragglers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.process.wait()
 
     def cleanup(self):
@@ -86,19 +102,21 @@ class DemoStopsCleanly(unittest.TestCase):
         self.addCleanup(demo.cleanup)
         demo.wait_for_line(DEMO_STARTED, 120)
         self.assertTrue(demo.left_behind(), "the demo keeps its files under TMPDIR while it runs")
+        # demo.sh, fleet.py, 7 agents, Prometheus, Alertmanager at least.
+        self.assertGreaterEqual(len(demo.stragglers()), 11, "the stack's processes are recognised")
         return demo
 
     def test_ctrl_c_stops_the_demo_and_removes_its_temporary_files(self):
         demo = self.start_demo()
         demo.ctrl_c()
-        self.assertEqual((demo.wait(60), demo.left_behind()), (130, []))
+        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
 
     def test_a_second_ctrl_c_while_stopping_still_removes_the_temporary_files(self):
         demo = self.start_demo()
         demo.ctrl_c()
         demo.wait_for_line("Stopping the fleet", 30)
         demo.ctrl_c()
-        self.assertEqual((demo.wait(60), demo.left_behind()), (130, []))
+        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
 
 
 class SingleNode(unittest.TestCase):
@@ -122,7 +140,7 @@ class SingleNode(unittest.TestCase):
                                          "gpuscope_xid_errors_total")
         self.assertTrue(single.left_behind(), "the kernel log and event state live under TMPDIR")
         single.ctrl_c()
-        self.assertEqual((single.wait(30), single.left_behind()), (130, []))
+        self.assertEqual((single.wait(30), single.left_behind(), single.stragglers()), (130, [], []))
 
 
 if __name__ == "__main__":
