@@ -66,4 +66,9 @@ out=$root/bench/results/endpoint_vs_node_exporter.md
   printf "| prometheus-node-exporter 1.5 | %s | %s | %s | %s | %.1f |\n" "$ne_series" "$ne_rps" "$ne_p50" "$ne_p99" "$(awk "BEGIN{print $ne_rss/1024}")"
   echo
   printf "requests/s ratio (gpuscope / node_exporter): %.1fx\n" "$(awk "BEGIN{print $agent_rps/$ne_rps}")"
+  echo
+  echo "Not like for like: gpuscope-agent answers a scrape from the snapshot its collectors built off the"
+  echo "request path (rendered once per snapshot and cached), while node_exporter runs its collectors, reading"
+  echo "/proc and /sys, on every scrape. The ratio compares the cost of a scrape, not of collecting: the"
+  echo "agent's collection work is measured apart (bench_gpu_collect, bench/README.md)."
 } | tee "$out"

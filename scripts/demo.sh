@@ -34,15 +34,27 @@ done
 tmp=$(mktemp -d -t gpuscope-demo.XXXXXX)
 stack=""
 cleanup() {
-  trap - INT TERM EXIT
+  trap - EXIT
+  # A second Ctrl-C (or TERM) while the stack stops only cuts the wait short: the removal below always runs
+  # (without errexit: a sleep interrupted by that Ctrl-C fails, and must not end the script here).
+  set +e
+  hurry=""
+  trap 'hurry=1' INT TERM
   if [ -n "$stack" ] && kill -0 "$stack" 2>/dev/null; then
     kill -TERM -- "-$stack" 2>/dev/null || true
     # fleet.py stops its agents, Prometheus and Alertmanager itself; anything left after 20 s is killed.
-    for _ in $(seq 200); do kill -0 "$stack" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$stack" 2>/dev/null || true
+    for _ in $(seq 200); do
+      [ -z "$hurry" ] && kill -0 "$stack" 2>/dev/null || break
+      sleep 0.1
+    done
   fi
-  # Children outlive the leader only when it was killed hard; the group id still names them.
-  [ -n "$stack" ] && kill -KILL -- "-$stack" 2>/dev/null || true
+  if [ -n "$stack" ]; then
+    # Children outlive the leader only when it was killed hard; the group id still names them. Wait until
+    # the group is gone, so that none of them writes under $tmp while it is removed.
+    kill -KILL -- "-$stack" 2>/dev/null || true
+    wait "$stack" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 -- "-$stack" 2>/dev/null || break; sleep 0.1; done
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -7,6 +7,11 @@
 //   jsonnet -S --tla-code-file overrides=my-site.libsonnet deploy/mixin/alerts.jsonnet
 // where my-site.libsonnet is `{ thresholds: { gpuTempCelsius: 80 }, for: { gpuTempHigh: '5m' } }`.
 // See deploy/mixin/README.md.
+//
+// Site-specific values (the receivers' URLs, runbookUrlBase, dashboards.prometheusUrl) are placeholders on
+// the reserved domain example.invalid, which never resolves: a site sets them in its overrides, and
+// `deploy/mixin/tests/check_mixin.py site DIR` refuses generated files that still carry a placeholder or
+// the demo's values (demo.libsonnet).
 {
   // Label selectors, without braces. The agent is scraped as job="gpuscope"; the Slurm collector runs in
   // one of those agents (one per cluster); vLLM and Triton are scraped by the site under their own jobs.
@@ -141,9 +146,9 @@
   // Evaluation interval of the recording-rule groups.
   recordingIntervalSeconds: 30,
 
-  // runbook_url = runbookUrlBase + <AlertName> + '.md'. The default is the path in this repository;
-  // a site sets its own URL base (e.g. its Git web view of docs/runbooks/).
-  runbookUrlBase: 'docs/runbooks/',
+  // runbook_url = runbookUrlBase + <AlertName> + '.md'. A placeholder: a site sets the absolute URL under
+  // which it publishes docs/runbooks/ (e.g. its Git web view of the folder).
+  runbookUrlBase: 'https://runbooks.example.invalid/gpuscope/',
 
   // Team labels: hardware and the agent go to infra; utilisation and capacity to ml-platform; inference
   // SLOs to the owning service: the series' own `team` label if the site relabels one in, else this default.
@@ -154,9 +159,10 @@
   },
 
   alertmanager: {
-    // Each receiver is one webhook. The defaults point at a local receiver (the demo starts one on
-    // 127.0.0.1:9095); a site overrides them with its PagerDuty/Slack/ticket bridges.
-    webhookBaseUrl: 'http://127.0.0.1:9095/',
+    // Each receiver is one webhook: webhookBaseUrl + the receiver's name, or its URL in receiverUrls. A
+    // placeholder: a site points them at its PagerDuty/Slack/ticket bridges (the demo at its local
+    // webhook receiver, demo.libsonnet).
+    webhookBaseUrl: 'https://alert-receiver.example.invalid/gpuscope/',
     receiverUrls: {},  // receiver name -> URL, overriding webhookBaseUrl + name
     groupBy: ['alertname', 'cluster', 'Hostname'],
     groupWait: '30s',
@@ -170,12 +176,13 @@
   },
 
   // Dashboards (deploy/mixin/dashboards/): default time range and refresh, the Grafana folder, and what the
-  // provisioning files point at (where the dashboard JSON lies on the Grafana host, the Prometheus URL).
+  // provisioning files point at (where the dashboard JSON lies on the Grafana host, and the URL of the
+  // Prometheus its data source queries: a placeholder a site sets).
   dashboards: {
     timeFrom: 'now-6h',
     refresh: '1m',
     grafanaFolder: 'gpuscope',
     dashboardsPath: '/var/lib/grafana/dashboards/gpuscope',
-    prometheusUrl: 'http://127.0.0.1:9090',
+    prometheusUrl: 'https://prometheus.example.invalid',
   },
 }

@@ -31,6 +31,9 @@ add_test(NAME mixin_alerts_route_to_their_team_and_severity
          COMMAND ${Python3_EXECUTABLE} ${GPUSCOPE_MIXIN_DIR}/tests/check_mixin.py routes)
 add_test(NAME mixin_alertmanager_inhibits_and_delivers
          COMMAND ${Python3_EXECUTABLE} ${GPUSCOPE_MIXIN_DIR}/tests/check_mixin.py inhibitions)
+# The site check refuses placeholders and the demo's URLs (the committed files carry the placeholders).
+gpuscope_add_python_test(mixin_site_check_refuses_placeholders_and_demo_urls
+  ${GPUSCOPE_MIXIN_DIR}/tests/check_site_test.py LABELS component)
 set_tests_properties(
   mixin_generated_files_are_current mixin_rules_pass_promtool_check mixin_rules_pass_promtool_unit_tests
   mixin_alertmanager_config_passes_amtool mixin_every_alert_has_firing_and_quiet_tests

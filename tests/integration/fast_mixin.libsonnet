@@ -2,8 +2,9 @@
 // 5-15 s, every window tens of seconds, rules evaluated every second, Alertmanager groups sent at once.
 // With 1 s scrapes and the simulator running 30x, a fault becomes an alert in Alertmanager within ~30 s.
 // Used as: jsonnet -S -J deploy/mixin --tla-code-file overrides=<this file> deploy/mixin/alerts.jsonnet
-// (tests/integration/fleet.py generate_mixin). Keys are those of deploy/mixin/config.libsonnet.
-{
+// (tests/integration/fleet.py generate_mixin). Keys are those of deploy/mixin/config.libsonnet; the demo's
+// receiver, runbook and Prometheus URLs (deploy/mixin/demo.libsonnet) come with it.
+std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
   'for': {
     eccDbe: '0s',
     eccSbe: '0s',
@@ -57,4 +58,4 @@
     groupInterval: '2s',
     resolveTimeout: '1m',
   },
-}
+})

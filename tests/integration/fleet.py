@@ -336,6 +336,8 @@ def firing_alerts_table(alertmanager):
 
 
 FAST_OVERRIDES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_mixin.libsonnet")
+# The demo's receiver, runbook and Prometheus URLs over the committed files' placeholders (fast_mixin has them too).
+DEMO_OVERRIDES = os.path.join(MIXIN, "demo.libsonnet")
 DEMO_PORTS = {"prometheus": 9090, "alertmanager": 9093, "receiver": 9095, "agents": 9401}
 
 
@@ -343,10 +345,18 @@ def run_demo(args):
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    if args.fast:
-        rules_dir = generate_mixin(tempfile.mkdtemp(prefix="gpuscope-mixin-"), FAST_OVERRIDES)
-    else:
-        rules_dir = args.rules_dir or GENERATED
+    # The committed files carry placeholders a site sets (deploy/mixin/config.libsonnet): the demo generates
+    # its own variant with its local URLs, unless given one, and removes it when it stops.
+    variant = None if args.rules_dir else tempfile.mkdtemp(prefix="gpuscope-mixin-")
+    try:
+        rules_dir = args.rules_dir or generate_mixin(variant, FAST_OVERRIDES if args.fast else DEMO_OVERRIDES)
+        run_demo_fleet(args, rules_dir, stop)
+    finally:
+        if variant:
+            shutil.rmtree(variant, ignore_errors=True)
+
+
+def run_demo_fleet(args, rules_dir, stop):
     rule_files = [os.path.join(rules_dir, f) for f in RULE_FILES]
     print(f"Starting {len(DEMO_NODES)} simulated GPU nodes (simulated time x{args.speed:g}), Prometheus and "
           f"Alertmanager with the {'fast variant of the ' if args.fast else ''}mixin's rules...", flush=True)
@@ -362,8 +372,8 @@ def run_demo(args):
         print(f"\n  Prometheus     {fleet.prometheus.url}   (rules and alerts: {fleet.prometheus.url}/alerts)")
         print(f"  Alertmanager   {fleet.alertmanager.url}")
         print(f"  webhooks       {fleet.receiver.url}, log: {args.webhook_log or os.path.join(fleet.workdir, 'webhook.log')}")
-        print(f"  dashboards     {os.path.join(GENERATED, 'dashboards')}: import into a Grafana with a Prometheus "
-              f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(GENERATED, 'grafana')})")
+        print(f"  dashboards     {os.path.join(rules_dir, 'dashboards')}: import into a Grafana with a Prometheus "
+              f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(rules_dir, 'grafana')})")
         print(f"\nFaults unfold over the next minutes: XIDs, ECC errors and a GPU off the bus on gpu-node-03 (at "
               f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02. Notifications are printed as Alertmanager sends them; the firing alerts "
               f"in {args.alerts_after:g} s. Ctrl-C stops everything.\n", flush=True)
@@ -378,8 +388,6 @@ def run_demo(args):
     finally:
         print("Stopping the fleet...", flush=True)
         fleet.stop()
-        if args.fast:
-            shutil.rmtree(rules_dir, ignore_errors=True)
 
 
 def main():
@@ -388,7 +396,8 @@ def main():
     demo = sub.add_parser("demo", help="run the demo fleet until SIGINT/SIGTERM")
     demo.add_argument("--agent", required=True, help="gpuscope-agent binary")
     demo.add_argument("--sim", required=True, help="the simulator's libnvidia-ml.so.1")
-    demo.add_argument("--rules-dir", help="generated mixin folder (default deploy/mixin/generated)")
+    demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
+                                          "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")
     demo.add_argument("--alerts-after", type=float, default=180, help="seconds before printing firing alerts")
     demo.add_argument("--alerts-every", type=float, default=120, help="seconds between later printouts")

@@ -89,27 +89,29 @@ class Agent:
 
 class Prometheus:
     """A real Prometheus (Debian package) scraping the given targets every second. extra_config: top-level
-    YAML appended after scrape_configs (e.g. an alerting section)."""
+    YAML appended after scrape_configs (e.g. an alerting section). config: a whole configuration file's
+    text instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused)."""
 
     def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
-                 port=None):
+                 port=None, config=None):
         self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
         self.port = port or free_port()
-        config = os.path.join(self.workdir, "prometheus.yml")
-        target_list = ", ".join(f'"{t}"' for t in targets)
-        rules = "".join(f"\n  - {r}" for r in rule_files)
-        with open(config, "w") as f:
-            f.write(
-                "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                f"rule_files:{rules if rules else ' []'}\n"
-                "scrape_configs:\n"
-                f"  - job_name: {job_name}\n"
-                f"    static_configs: [{{targets: [{target_list}]}}]\n"
-                + scrape_extra + extra_config)
+        if config is None:
+            target_list = ", ".join(f'"{t}"' for t in targets)
+            rules = "".join(f"\n  - {r}" for r in rule_files)
+            config = ("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                      f"rule_files:{rules if rules else ' []'}\n"
+                      "scrape_configs:\n"
+                      f"  - job_name: {job_name}\n"
+                      f"    static_configs: [{{targets: [{target_list}]}}]\n"
+                      + scrape_extra + extra_config)
+        config_path = os.path.join(self.workdir, "prometheus.yml")
+        with open(config_path, "w") as f:
+            f.write(config)
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
         self.process = subprocess.Popen(
-            [self.binary, f"--config.file={config}", f"--storage.tsdb.path={self.workdir}/data",
+            [self.binary, f"--config.file={config_path}", f"--storage.tsdb.path={self.workdir}/data",
              f"--web.listen-address=127.0.0.1:{self.port}"],
             stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}"

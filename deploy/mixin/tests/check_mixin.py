@@ -8,6 +8,10 @@
                                   and every alert of the rules reaches the receiver its labels call for
     check_mixin.py inhibitions    a real Alertmanager with the generated routes: each inhibition holds back
                                   its targets and only them; the others reach their webhook receivers
+    check_mixin.py site [DIR]     the generated files in DIR (default: the committed generated/) are ready
+                                  for a site: no placeholder URL left (hosts under .invalid), none of the
+                                  demo's (demo.libsonnet), absolute runbook URLs, and promtool and amtool
+                                  accept them. Fails on the committed files, which carry the placeholders.
 
 Standard library plus PyYAML (Debian python3-yaml; jsonnet 0.18's std.parseYaml garbles block scalars
 and promtool's series notation).
@@ -20,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 import yaml
 
@@ -306,19 +311,93 @@ def check_inhibitions():
     return problems, f"{len(cases)} alerts through 3 inhibit rules and the routes"
 
 
+def demo_values():
+    """{scheme://host:port: what it is} of the demo's URLs (demo.libsonnet), and its runbook URL base."""
+    demo = json.loads(subprocess.run(["jsonnet", "-e", "import 'demo.libsonnet'"], cwd=MIXIN, check=True,
+                                     capture_output=True, text=True).stdout)
+    origins = {origin(demo["alertmanager"]["webhookBaseUrl"]): "the demo's webhook receiver",
+               origin(demo["dashboards"]["prometheusUrl"]): "the demo's Prometheus"}
+    return origins, demo["runbookUrlBase"]
+
+
+def origin(url):
+    parsed = urllib.parse.urlsplit(url)
+    return f"{parsed.scheme}://{parsed.netloc}"
+
+
+def site_url_problem(url, setting, demo_origins):
+    """Why url cannot be a site's value of the config key `setting`, or None."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return f"{url!r} is not an absolute http(s) URL: set {setting}"
+    if parsed.hostname == "invalid" or parsed.hostname.endswith(".invalid"):
+        return f"{url} is a placeholder (.invalid never resolves): set {setting}"
+    if origin(url) in demo_origins:
+        return f"{url} is {demo_origins[origin(url)]} (demo.libsonnet): set {setting}"
+    return None
+
+
+def check_site(directory=GENERATED):
+    """The generated files in directory, as a site would load them: every URL a site must set is set."""
+    directory = os.path.abspath(directory)
+    rule_files = [os.path.join(directory, "prometheus", f) for f in ("recording_rules.yaml", "alerting_rules.yaml")]
+    alertmanager_config = os.path.join(directory, "alertmanager", "alertmanager.yml")
+    datasources = sorted(glob.glob(os.path.join(directory, "grafana", "provisioning", "datasources", "*.yaml")))
+    missing = [p for p in rule_files + [alertmanager_config] if not os.path.isfile(p)]
+    if not datasources:
+        missing.append(os.path.join(directory, "grafana", "provisioning", "datasources", "*.yaml"))
+    if missing:
+        return [f"{p}: missing (generate.sh --out {directory} --overrides SITE.libsonnet)" for p in missing], ""
+    demo_origins, _ = demo_values()
+    problems = []
+    # runbook_url of every alert; one line per distinct problem, the alert's name abstracted.
+    runbooks = {}
+    for group in read_yaml(rule_files[1])["groups"]:
+        for rule in group["rules"]:
+            if "alert" not in rule:
+                continue
+            url = rule.get("annotations", {}).get("runbook_url", "")
+            problem = site_url_problem(url, "runbookUrlBase", demo_origins)
+            if problem:
+                runbooks.setdefault(problem.replace(rule["alert"], "<AlertName>"), []).append(rule["alert"])
+    problems += [f"runbook_url of {len(names)} alert(s) ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): "
+                 f"{problem}" for problem, names in runbooks.items()]
+    for receiver in read_yaml(alertmanager_config).get("receivers", []):
+        name = receiver["name"]
+        for key, configs in receiver.items():
+            for config in configs if key.endswith("_configs") else []:
+                for field in ("url", "api_url"):
+                    if field in config:
+                        problem = site_url_problem(config[field], f"alertmanager.webhookBaseUrl or "
+                                                   f"alertmanager.receiverUrls['{name}']", demo_origins)
+                        if problem:
+                            problems.append(f"receiver {name}: {problem}")
+    for path in datasources:
+        for source in read_yaml(path).get("datasources", []):
+            problem = site_url_problem(source.get("url", ""), "dashboards.prometheusUrl", demo_origins)
+            if problem:
+                problems.append(f"Grafana data source {source.get('name')}: {problem}")
+    for args in (["promtool", "check", "rules", *rule_files], ["amtool", "check-config", alertmanager_config]):
+        out = subprocess.run(args, capture_output=True, text=True)
+        if out.returncode != 0:
+            problems.append(f"{' '.join(args[:2])} refuses the files: {out.stdout.strip()} {out.stderr.strip()}")
+    return problems, f"{directory} is ready to load: every site URL set, promtool and amtool accept it"
+
+
 CHECKS = {
     "alert-tests": check_alert_tests,
     "metadata": check_metadata,
     "routes": check_routes,
     "inhibitions": check_inhibitions,
+    "site": check_site,
 }
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1] not in CHECKS:
-        print(f"usage: {argv[0]} {{{'|'.join(CHECKS)}}}", file=sys.stderr)
+    if len(argv) < 2 or argv[1] not in CHECKS or len(argv) > (3 if argv[1] == "site" else 2):
+        print(f"usage: {argv[0]} {{{'|'.join(CHECKS)}}}  (site takes an optional generated folder)", file=sys.stderr)
         return 2
-    problems, what = CHECKS[argv[1]]()
+    problems, what = CHECKS[argv[1]](*argv[2:])
     for p in problems:
         print(f"FAIL {p}", file=sys.stderr)
     if problems:
