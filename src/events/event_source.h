@@ -37,9 +37,9 @@ class EventSource {
  public:
   // What the pipeline exports per source, as totals since construction.
   struct Counters {
-    uint64_t truncated_lines = 0;  // lines cut at the line limit (gpuscope_event_lines_truncated_total)
-    uint64_t read_errors =
-        0;  // failures the source counted and carried on (gpuscope_event_source_errors_total)
+    uint64_t truncated_lines = 0;  // lines cut at the line limit: gpuscope_event_lines_truncated_total
+    // Failures the source counted and carried on from; with failed polls, gpuscope_event_source_errors_total.
+    uint64_t read_errors = 0;
   };
   using Emit = std::function<void(const EventLine&)>;
 
@@ -53,6 +53,7 @@ class EventSource {
   // emitted; the pipeline counts the error, logs it when its message changes, and polls again.
   virtual Status Poll(const Emit& emit) = 0;
 
+  // The totals above as of the last Poll() (pipeline thread only, like Poll()).
   virtual Counters counters() const = 0;
 
   // Appends the families that only this kind of source has (kmsg overruns, file rotations); none by
