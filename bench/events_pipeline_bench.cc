@@ -63,14 +63,20 @@ void BM_ClassifyQueueEncode(benchmark::State& state) {
   EventPipelineOptions o;
   o.host = "gpu-node07";
   o.ship = [&](const EventRecord& r) { return queue->Append(EncodeEventRecord(r)); };
-  EventPipeline pipeline(o, &ledger, &jobs, &gpus);
+  EventPipeline pipeline(std::move(o), &ledger, &jobs, &gpus);
   const std::vector<std::string> lines = Mix(static_cast<int>(state.range(0)));
   size_t bytes = 0;
   for (const std::string& l : lines) bytes += l.size() + 1;
   size_t body_bytes = 0;
+  EventLine in;
+  in.origin = "/jobs/slurm-4242.out";
+  in.origin_is_path = true;
+  in.time_unix_ns = 1;
   for (auto _ : state) {
-    for (const std::string& line : lines)
-      pipeline.ProcessLine("file", "/jobs/slurm-4242.out", line, 1, false);
+    for (const std::string& line : lines) {
+      in.text = line;
+      pipeline.ProcessLine("file", in);
+    }
     QueueBatch batch;
     while (queue->Peek("loki", 1000, 1 << 20, &batch).ok() && batch.id != 0) {
       body_bytes += LokiBodyForRecords(batch.records, LokiFormat::kProtobuf, nullptr).size();

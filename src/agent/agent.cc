@@ -40,10 +40,7 @@ int PrintMetricsDocs(const AgentConfig& config) {
   SlurmJobSource slurm(SlurmJobSourceOptions{}, &jobs);
   docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
                   AttributionSourcesCollector(&mapping, &slurm).Describe()});
-  docs.push_back({"events",
-                  "The event path (on with any --events.* source or --sink.* URL): events classified from "
-                  "kmsg, files and the journal, the push sinks' durable queue and the Loki/OTLP senders",
-                  EventPath::Describe()});
+  docs.push_back({"events", EventPath::Help(), EventPath::Describe()});
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
   docs.push_back({"prometheus_endpoint", "The /metrics endpoint's own requests and renders (always on)",

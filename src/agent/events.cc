@@ -1,13 +1,12 @@
 #include "src/agent/events.h"
 
 #include <filesystem>
+#include <set>
 #include <utility>
 
+#include "src/agent/event_registry.h"
 #include "src/core/log.h"
 #include "src/events/event_pipeline.h"
-#include "src/sinks/loki/loki_events.h"
-#include "src/sinks/otlp/otlp_events.h"
-#include "src/sinks/push/push_sender.h"
 #include "src/sinks/queue/durable_queue.h"
 
 namespace gpuscope {
@@ -16,8 +15,8 @@ namespace {
 class EventsCollector : public Collector {
  public:
   EventsCollector(const EventPipeline* pipeline, const DurableQueue* queue,
-                  std::vector<const PushSender*> senders)
-      : pipeline_(pipeline), queue_(queue), senders_(std::move(senders)) {}
+                  std::vector<const PushSink*> sinks)
+      : pipeline_(pipeline), queue_(queue), sinks_(std::move(sinks)) {}
   std::string_view Name() const override { return "events"; }
   Status Collect(std::vector<MetricFamily>& out) override {
     if (pipeline_ != nullptr) {
@@ -26,8 +25,8 @@ class EventsCollector : public Collector {
     if (queue_ != nullptr) {
       for (MetricFamily& f : queue_->Metrics("events")) out.push_back(std::move(f));
     }
-    for (const PushSender* sender : senders_) {
-      for (MetricFamily& f : sender->Metrics()) out.push_back(std::move(f));
+    for (const PushSink* sink : sinks_) {
+      for (MetricFamily& f : sink->Metrics()) out.push_back(std::move(f));
     }
     return Status::Ok();
   }
@@ -36,7 +35,7 @@ class EventsCollector : public Collector {
  private:
   const EventPipeline* pipeline_;
   const DurableQueue* queue_;
-  std::vector<const PushSender*> senders_;
+  std::vector<const PushSink*> sinks_;
 };
 
 }  // namespace
@@ -46,13 +45,18 @@ EventPath::~EventPath() { Stop(); }
 Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
                          const GpuDirectory* gpus, std::unique_ptr<EventPath>* path) {
   path->reset();
-  const bool any_source =
-      !config.events_kmsg_path.empty() || !config.events_files.empty() || config.events_journal;
-  const bool any_sink = !config.loki_url.empty() || !config.otlp_url.empty();
-  if (!any_source && !any_sink) return Status::Ok();
+  std::vector<const EventSourceEntry*> sources;
+  for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
+    if (entry.enabled(config)) sources.push_back(&entry);
+  }
+  std::vector<const PushSinkEntry*> sinks;
+  for (const PushSinkEntry& entry : BuiltinPushSinks().entries()) {
+    if (entry.enabled(config)) sinks.push_back(&entry);
+  }
+  if (sources.empty() && sinks.empty()) return Status::Ok();
   std::unique_ptr<EventPath> out(new EventPath());
 
-  if (any_sink) {
+  if (!sinks.empty()) {
     DurableQueueOptions q;
     q.directory = !config.queue_dir.empty()
                       ? config.queue_dir
@@ -61,63 +65,33 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
     // The pipeline syncs once per poll (flush below) instead of once per record.
     q.sync = QueueSyncPolicy::kNone;
-    if (!config.loki_url.empty()) q.consumers.push_back("loki");
-    if (!config.otlp_url.empty()) q.consumers.push_back("otlp");
+    for (const PushSinkEntry* entry : sinks) q.consumers.push_back(entry->name);
     Status status = DurableQueue::Open(q, &out->queue_);
     if (!status.ok()) return Status::Unavailable("event queue " + q.directory + ": " + status.message());
-
-    if (!config.loki_url.empty()) {
-      PushSinkOptions o;
-      o.name = "loki";
-      o.url = config.loki_url;
-      o.ca_file = config.sink_tls_ca_file;
-      if (!config.loki_tenant.empty()) o.headers.emplace_back("X-Scope-OrgID", config.loki_tenant);
-      const LokiFormat format = config.loki_format == "json" ? LokiFormat::kJson : LokiFormat::kProtobuf;
-      o.encode = [format](const std::vector<std::string>& records) {
-        EncodedBody body;
-        body.body = LokiBodyForRecords(records, format, nullptr);
-        body.content_type =
-            std::string(format == LokiFormat::kJson ? kLokiJsonContentType : kLokiProtobufContentType);
-        return body;
-      };
-      out->senders_.push_back(std::make_unique<PushSender>(out->queue_.get(), std::move(o)));
-    }
-    if (!config.otlp_url.empty()) {
-      PushSinkOptions o;
-      o.name = "otlp";
-      o.url = config.otlp_url;
-      o.ca_file = config.sink_tls_ca_file;
-      o.encode = [](const std::vector<std::string>& records) {
-        EncodedBody body;
-        body.body = OtlpBodyForRecords(records, nullptr);
-        body.content_type = std::string(kOtlpContentType);
-        return body;
-      };
-      out->senders_.push_back(std::make_unique<PushSender>(out->queue_.get(), std::move(o)));
-    }
+    const PushSinkContext context{out->queue_.get()};
+    for (const PushSinkEntry* entry : sinks) out->sinks_.push_back(entry->create(config, context));
   }
 
-  if (any_source) {
+  if (!sources.empty()) {
+    if (!config.events_state_dir.empty()) {  // the sources' checkpoints
+      std::error_code ignored;               // a source that cannot write its checkpoint counts that
+      std::filesystem::create_directories(config.events_state_dir, ignored);
+    }
     EventPipelineOptions p;
     p.host = std::move(host);
-    p.kmsg_path = config.events_kmsg_path;
-    p.file_globs = config.events_files;
-    p.journal = config.events_journal;
-    p.journal_directory = config.events_journal_directory;
-    p.journal_matches = config.events_journal_matches;
-    p.state_dir = config.events_state_dir;
+    for (const EventSourceEntry* entry : sources) p.sources.push_back(entry->create(config));
     p.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
     p.poll_interval = config.events_poll_interval;
     p.ship_severity =
         ParseEventSeverity(config.events_ship_severity).value_or(EventSeverity::kInfo);  // validated
     if (DurableQueue* queue = out->queue_.get()) {
       p.ship = [queue](const EventRecord& record) { return queue->Append(EncodeEventRecord(record)); };
-      std::vector<PushSender*> senders;
-      for (auto& s : out->senders_) senders.push_back(s.get());
-      p.flush = [queue, senders] {
+      std::vector<PushSink*> sinks_to_wake;
+      for (auto& s : out->sinks_) sinks_to_wake.push_back(s.get());
+      p.flush = [queue, sinks_to_wake] {
         Status status = queue->Sync();
         if (!status.ok()) Log(LogLevel::kWarn, "event queue sync failed", {{"error", status.message()}});
-        for (PushSender* s : senders) s->Wake();
+        for (PushSink* s : sinks_to_wake) s->Wake();
       };
     }
     out->pipeline_ = std::make_unique<EventPipeline>(std::move(p), ledger, jobs, gpus);
@@ -129,8 +103,8 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
 }
 
 Status EventPath::Start() {
-  for (auto& sender : senders_) {
-    Status status = sender->Start();
+  for (auto& sink : sinks_) {
+    Status status = sink->Start();
     if (!status.ok()) return status;
   }
   if (pipeline_) return pipeline_->Start();
@@ -139,20 +113,40 @@ Status EventPath::Start() {
 
 void EventPath::Stop() {
   if (pipeline_) pipeline_->Stop();
-  for (auto& sender : senders_) sender->Stop();
+  for (auto& sink : sinks_) sink->Stop();
 }
 
 std::unique_ptr<Collector> EventPath::MakeCollector() {
-  std::vector<const PushSender*> senders;
-  for (auto& s : senders_) senders.push_back(s.get());
-  return std::make_unique<EventsCollector>(pipeline_.get(), queue_.get(), std::move(senders));
+  std::vector<const PushSink*> sinks;
+  for (auto& s : sinks_) sinks.push_back(s.get());
+  return std::make_unique<EventsCollector>(pipeline_.get(), queue_.get(), std::move(sinks));
 }
 
 std::vector<MetricDescription> EventPath::Describe() {
-  std::vector<MetricDescription> out = EventPipeline::Describe();
-  for (MetricDescription& d : DurableQueue::Describe()) out.push_back(std::move(d));
-  for (MetricDescription& d : PushSender::Describe()) out.push_back(std::move(d));
+  // Sinks of one kind share families (labelled sink=...): each family once.
+  std::vector<MetricDescription> out;
+  std::set<std::string> seen;
+  auto add = [&](std::vector<MetricDescription> descriptions) {
+    for (MetricDescription& d : descriptions) {
+      if (seen.insert(d.name).second) out.push_back(std::move(d));
+    }
+  };
+  add(EventPipeline::Describe());
+  for (const EventSourceEntry& entry : BuiltinEventSources().entries()) add(entry.describe());
+  add(DurableQueue::Describe());
+  for (const PushSinkEntry& entry : BuiltinPushSinks().entries()) add(entry.describe());
   return out;
+}
+
+std::string EventPath::Help() {
+  auto list = [](const auto& entries) {
+    std::string out;
+    for (const auto& entry : entries) out += (out.empty() ? "" : ", ") + entry.name + " (" + entry.help + ")";
+    return out;
+  };
+  return "The event path (on with any event source or push sink): events classified from the sources " +
+         list(BuiltinEventSources().entries()) + "; the push sinks' durable queue; the sinks " +
+         list(BuiltinPushSinks().entries());
 }
 
 }  // namespace gpuscope

@@ -1,6 +1,7 @@
-// EventPath: the agent's event tier, wired from the config: the EventPipeline (kmsg, files, journal →
-// classifiers → attribution, counters, XID ledger), one DurableQueue shared by the push sinks, and a
-// PushSender per configured sink (Loki, OTLP). Its metrics are the "events" collector's.
+// EventPath: the agent's event tier, wired from the config: the EventPipeline over every enabled event
+// source (sources → classifiers → attribution, counters, XID ledger), one DurableQueue shared by the push
+// sinks, and every enabled push sink, all created from their registries (event_registry.h). Its metrics
+// are the "events" collector's.
 //
 // Thread-safety: Create/Start/Stop from the agent's main thread; the collector from the scheduler.
 #pragma once
@@ -19,7 +20,7 @@ class DurableQueue;
 class EventPipeline;
 class GpuDirectory;
 class JobTable;
-class PushSender;
+class PushSink;
 class XidLedger;
 
 class EventPath {
@@ -30,20 +31,22 @@ class EventPath {
                        const GpuDirectory* gpus, std::unique_ptr<EventPath>* path);
   ~EventPath();
 
-  // Starts the senders, then the pipeline. A sink that cannot start is an error.
+  // Starts the sinks, then the pipeline. A sink that cannot start is an error.
   Status Start();
-  // Stops the pipeline, then the senders (what is queued stays queued for the next start).
+  // Stops the pipeline, then the sinks (what is queued stays queued for the next start).
   void Stop();
 
   // The "events" collector: pipeline, queue and sink metrics.
   std::unique_ptr<Collector> MakeCollector();
-  // Every family that collector may emit (for the docs).
+  // Every family that collector may emit, with every registered source and sink (for the docs).
   static std::vector<MetricDescription> Describe();
+  // What that collector covers, naming every registered source and sink (for the docs).
+  static std::string Help();
 
  private:
   EventPath() = default;
   std::unique_ptr<DurableQueue> queue_;
-  std::vector<std::unique_ptr<PushSender>> senders_;
+  std::vector<std::unique_ptr<PushSink>> sinks_;
   std::unique_ptr<EventPipeline> pipeline_;
 };
 

@@ -12,18 +12,8 @@
 
 namespace gpuscope {
 
-Status CollectorRegistry::Register(CollectorEntry entry) {
-  for (const CollectorEntry& existing : entries_) {
-    if (existing.name == entry.name) {
-      return Status::InvalidArgument("collector '" + entry.name + "' registered twice");
-    }
-  }
-  entries_.push_back(std::move(entry));
-  return Status::Ok();
-}
-
 void CollectorRegistry::FillDefaults(AgentConfig* config) const {
-  for (const CollectorEntry& entry : entries_) {
+  for (const CollectorEntry& entry : entries()) {
     config->collectors[entry.name] = CollectorConfig{entry.enabled_by_default, entry.default_interval};
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/agent/config.h"
+#include "src/agent/named_registry.h"
 #include "src/core/collector.h"
 #include "src/core/status.h"
 
@@ -31,6 +32,7 @@ struct CollectorContext {
 };
 
 struct CollectorEntry {
+  static constexpr std::string_view kKind = "collector";
   std::string name;
   std::string help;
   bool enabled_by_default = true;
@@ -39,15 +41,10 @@ struct CollectorEntry {
   std::function<std::unique_ptr<Collector>(const AgentConfig&, const CollectorContext&)> create;
 };
 
-class CollectorRegistry {
+class CollectorRegistry : public NamedRegistry<CollectorEntry> {
  public:
-  Status Register(CollectorEntry entry);
-  const std::vector<CollectorEntry>& entries() const { return entries_; }
   // Writes every entry's defaults into config->collectors.
   void FillDefaults(AgentConfig* config) const;
-
- private:
-  std::vector<CollectorEntry> entries_;
 };
 
 // The collectors built into gpuscope-agent.

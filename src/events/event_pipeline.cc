@@ -3,8 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "src/attribution/event_attribution.h"
@@ -14,9 +14,6 @@
 #include "src/core/utf8.h"
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/kernel_classifier.h"
-#include "src/events/sources/file_tailer.h"
-#include "src/events/sources/journal_reader.h"
-#include "src/events/sources/kmsg_reader.h"
 #include "src/events/xid_ledger.h"
 
 namespace gpuscope {
@@ -28,11 +25,6 @@ int64_t ClockNs(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-std::string StatePath(const std::string& dir, std::string_view name) {
-  if (dir.empty()) return "";
-  return (std::filesystem::path(dir) / name).string();
 }
 
 std::optional<uint32_t> ParseXid(std::string_view text) {
@@ -57,40 +49,17 @@ MetricFamily Family(std::string name, std::string help, MetricType type) {
 
 EventPipeline::EventPipeline(EventPipelineOptions options, XidLedger* ledger, const JobTable* jobs,
                              const GpuDirectory* gpus)
-    : options_(std::move(options)), ledger_(ledger), jobs_(jobs), gpus_(gpus) {
-  if (!options_.state_dir.empty()) {
-    std::error_code ignored;
-    std::filesystem::create_directories(options_.state_dir, ignored);
-  }
-  if (!options_.kmsg_path.empty()) {
-    KmsgReader::Options o;
-    o.path = options_.kmsg_path;
-    o.checkpoint_path = StatePath(options_.state_dir, "kmsg.seq");
-    kmsg_ = std::make_unique<KmsgReader>(std::move(o));
-  }
-  if (!options_.file_globs.empty()) {
-    FileTailer::Options o;
-    o.globs = options_.file_globs;
-    o.checkpoint_path = StatePath(options_.state_dir, "files.checkpoint");
-    o.max_line_bytes = options_.max_line_bytes;
-    files_ = std::make_unique<FileTailer>(std::move(o));
-  }
-  if (options_.journal) {
-    JournalReader::Options o;
-    o.directory = options_.journal_directory;
-    o.matches = options_.journal_matches;
-    o.checkpoint_path = StatePath(options_.state_dir, "journal.cursor");
-    o.max_line_bytes = options_.max_line_bytes;
-    o.max_entries_per_poll = 10000;
-    journal_ = std::make_unique<JournalReader>(std::move(o));
-  }
-}
+    : options_(std::move(options)), ledger_(ledger), jobs_(jobs), gpus_(gpus) {}
 
 EventPipeline::~EventPipeline() { Stop(); }
 
 Status EventPipeline::Start() {
-  if (!kmsg_ && !files_ && !journal_) {
-    return Status::InvalidArgument("no event source configured (kmsg path, file globs or journal)");
+  if (options_.sources.empty()) return Status::InvalidArgument("no event source configured");
+  std::set<std::string_view> names;
+  for (const auto& source : options_.sources) {
+    if (!names.insert(source->Name()).second) {
+      return Status::InvalidArgument("two event sources named '" + std::string(source->Name()) + "'");
+    }
   }
   {
     std::lock_guard lock(wait_mu_);
@@ -122,9 +91,7 @@ void EventPipeline::Run() {
 
 void EventPipeline::PollOnce() {
   shipped_this_poll_ = false;
-  if (kmsg_) PollKmsg();
-  if (files_) PollFiles();
-  if (journal_) PollJournal();
+  for (const auto& source : options_.sources) PollSource(*source);
   if (shipped_this_poll_ && options_.flush) options_.flush();
 }
 
@@ -134,7 +101,7 @@ int64_t EventPipeline::NowUnixNs() const {
 
 void EventPipeline::SourceError(const std::string& source, const Status& status) {
   std::lock_guard lock(mu_);
-  ++sources_[source].errors;
+  ++sources_[source].poll_errors;
   std::string& last = last_error_[source];
   if (last != status.message()) {
     last = status.message();
@@ -142,77 +109,31 @@ void EventPipeline::SourceError(const std::string& source, const Status& status)
   }
 }
 
-void EventPipeline::PollKmsg() {
-  if (!kmsg_open_) {
-    Status status = kmsg_->Open();
-    if (!status.ok()) return SourceError("kmsg", status);
-    kmsg_open_ = true;
-  }
-  // Kernel timestamps are CLOCK_MONOTONIC; the record's wall time is now minus its age.
-  const int64_t now_unix = NowUnixNs();
-  const int64_t now_mono = options_.now_monotonic_ns ? options_.now_monotonic_ns() : ClockNs(CLOCK_MONOTONIC);
-  const KmsgReader::Counters before = kmsg_->counters();
+void EventPipeline::PollSource(EventSource& source) {
+  const std::string_view name = source.Name();
   uint64_t lines = 0;
-  Status status = kmsg_->PollOnce([&](const KmsgRecord& record) {
+  Status status = source.Poll([&](const EventLine& line) {
     ++lines;
-    const int64_t age = now_mono - static_cast<int64_t>(record.timestamp_usec) * 1000;
-    ProcessLine("kmsg", options_.kmsg_path, record.message, age > 0 ? now_unix - age : now_unix, true);
+    ProcessLine(name, line);
   });
-  const KmsgReader::Counters& after = kmsg_->counters();
+  const EventSource::Counters counters = source.counters();
   {
     std::lock_guard lock(mu_);
-    sources_["kmsg"].lines += lines;
-    kmsg_overruns_ += after.overruns - before.overruns;
-    kmsg_missed_ += after.missed - before.missed;
+    auto it = sources_.find(name);
+    if (it == sources_.end()) it = sources_.emplace(std::string(name), SourceCounters{}).first;
+    it->second.lines += lines;
+    it->second.source = counters;
   }
-  if (!status.ok()) SourceError("kmsg", status);
+  if (!status.ok()) SourceError(std::string(name), status);
 }
 
-void EventPipeline::PollFiles() {
-  const FileTailer::Counters before = files_->counters();
-  uint64_t lines = 0;
-  Status status = files_->PollOnce([&](std::string_view path, std::string_view line) {
-    ++lines;
-    ProcessLine("file", path, line, 0, false);
-  });
-  const FileTailer::Counters& after = files_->counters();
-  {
-    std::lock_guard lock(mu_);
-    sources_["file"].lines += lines;
-    sources_["file"].truncated += after.truncated_lines - before.truncated_lines;
-    file_rotations_ += after.rotations - before.rotations;
-    file_truncations_ += after.truncations - before.truncations;
-    sources_["file"].errors += after.read_errors - before.read_errors;
-  }
-  if (!status.ok()) SourceError("file", status);
-}
-
-void EventPipeline::PollJournal() {
-  const JournalReader::Counters before = journal_->counters();
-  uint64_t lines = 0;
-  Status status = journal_->PollOnce([&](const JournalEntry& entry) {
-    ++lines;
-    std::string_view origin =
-        !entry.unit.empty() ? std::string_view(entry.unit) : std::string_view(entry.identifier);
-    ProcessLine("journal", origin, entry.message, entry.realtime_usec * 1000, entry.from_kernel);
-  });
-  const JournalReader::Counters& after = journal_->counters();
-  {
-    std::lock_guard lock(mu_);
-    sources_["journal"].lines += lines;
-    sources_["journal"].truncated += after.truncated_messages - before.truncated_messages;
-    sources_["journal"].errors += after.read_errors - before.read_errors;
-  }
-  if (!status.ok()) SourceError("journal", status);
-}
-
-void EventPipeline::ProcessLine(std::string_view source, std::string_view origin, std::string_view line,
-                                int64_t time_unix_ns, bool kernel_only) {
+void EventPipeline::ProcessLine(std::string_view source, const EventLine& in) {
   // The hot path: most lines match nothing and take no lock.
+  const std::string_view line = in.text;
   std::optional<Event> event = ClassifyKernelLine(line);
-  if (!event && !kernel_only) event = ClassifyJobLine(line);
+  if (!event && !in.kernel_only) event = ClassifyJobLine(line);
   if (!event) return;
-  if (time_unix_ns == 0) time_unix_ns = NowUnixNs();
+  const int64_t time_unix_ns = in.time_unix_ns != 0 ? in.time_unix_ns : NowUnixNs();
   const double seconds = static_cast<double>(time_unix_ns) / 1e9;
 
   if (ledger_ != nullptr && event->event_class == "xid") {
@@ -220,7 +141,7 @@ void EventPipeline::ProcessLine(std::string_view source, std::string_view origin
       ledger_->Record(XidObserver::kKernelLog, event->Field("pci_bus_id"), *xid, seconds);
     }
   }
-  const std::string_view path = source == "file" ? origin : std::string_view();
+  const std::string_view path = in.origin_is_path ? in.origin : std::string_view();
   std::shared_ptr<const JobTable::View> view = jobs_ != nullptr ? jobs_->Current() : nullptr;
   EventAttribution who = AttributeEvent(*event, path, view.get(), gpus_);
 
@@ -237,7 +158,7 @@ void EventPipeline::ProcessLine(std::string_view source, std::string_view origin
   record.time_unix_ns = time_unix_ns;
   record.host = options_.host;
   record.source = std::string(source);
-  record.origin = ToValidUtf8(origin);
+  record.origin = ToValidUtf8(in.origin);
   // Lines from files are already cut by the tailer; kmsg records are short; cap what else arrives.
   std::string_view kept = line.substr(0, std::min(line.size(), options_.max_line_bytes));
   record.line = ToValidUtf8(kept);
@@ -285,8 +206,9 @@ std::vector<MetricFamily> EventPipeline::Metrics() const {
              "Failed opens, reads and checkpoint writes of the event sources.", MetricType::kCounter);
   for (const auto& [source, c] : sources_) {
     lines.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.lines)});
-    truncated.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.truncated)});
-    errors.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.errors)});
+    truncated.samples.push_back(Sample{{{"source", source}}, static_cast<double>(c.source.truncated_lines)});
+    errors.samples.push_back(
+        Sample{{{"source", source}}, static_cast<double>(c.poll_errors + c.source.read_errors)});
   }
   out.push_back(std::move(lines));
   out.push_back(std::move(truncated));
@@ -303,30 +225,7 @@ std::vector<MetricFamily> EventPipeline::Metrics() const {
       Sample{{{"reason", "queue"}},
              static_cast<double>(queue_failures == not_shipped_.end() ? 0 : queue_failures->second)});
   out.push_back(std::move(not_shipped));
-  if (kmsg_) {
-    MetricFamily overruns =
-        Family("gpuscope_kmsg_overruns_total",
-               "Times the kernel ring buffer overwrote records before they were read.", MetricType::kCounter);
-    overruns.samples.push_back(Sample{{}, static_cast<double>(kmsg_overruns_)});
-    out.push_back(std::move(overruns));
-    MetricFamily missed =
-        Family("gpuscope_kmsg_missed_records_total",
-               "Kernel log records lost to ring-buffer overruns (sequence gaps).", MetricType::kCounter);
-    missed.samples.push_back(Sample{{}, static_cast<double>(kmsg_missed_)});
-    out.push_back(std::move(missed));
-  }
-  if (files_) {
-    MetricFamily rotations =
-        Family("gpuscope_event_file_rotations_total",
-               "Tailed files rotated or removed (read to their end first).", MetricType::kCounter);
-    rotations.samples.push_back(Sample{{}, static_cast<double>(file_rotations_)});
-    out.push_back(std::move(rotations));
-    MetricFamily truncations =
-        Family("gpuscope_event_file_truncations_total",
-               "Tailed files that shrank below the read position (read again from 0).", MetricType::kCounter);
-    truncations.samples.push_back(Sample{{}, static_cast<double>(file_truncations_)});
-    out.push_back(std::move(truncations));
-  }
+  for (const auto& source : options_.sources) source->AppendMetrics(out);
   return out;
 }
 
@@ -345,7 +244,7 @@ std::vector<MetricDescription> EventPipeline::Describe() {
   return {
       d("gpuscope_events_total", C,
         "Events classified from the event sources, by source, class and severity.",
-        {"source", "class", "severity"}, "kmsg, files, journal through the classifiers"),
+        {"source", "class", "severity"}, "the event sources' lines through the classifiers"),
       d("gpuscope_event_last_seen_timestamp_seconds", MetricType::kGauge,
         "When an event of the class was last seen (Unix time).", {"class"}, "event pipeline"),
       d("gpuscope_event_lines_total", C, "Lines read from the event sources.", {"source"}, "event pipeline"),
@@ -357,15 +256,6 @@ std::vector<MetricDescription> EventPipeline::Describe() {
       d("gpuscope_events_shipped_total", C, "Events handed to the push sinks' queue.", {}, "event pipeline"),
       d("gpuscope_events_not_shipped_total", C,
         "Events at or above the ship severity the queue did not take.", {"reason"}, "event pipeline"),
-      d("gpuscope_kmsg_overruns_total", C,
-        "Times the kernel ring buffer overwrote records before they were read.", {},
-        "/dev/kmsg read() EPIPE"),
-      d("gpuscope_kmsg_missed_records_total", C,
-        "Kernel log records lost to ring-buffer overruns (sequence gaps).", {}, "/dev/kmsg sequence numbers"),
-      d("gpuscope_event_file_rotations_total", C,
-        "Tailed files rotated or removed (read to their end first).", {}, "file tailer"),
-      d("gpuscope_event_file_truncations_total", C,
-        "Tailed files that shrank below the read position (read again from 0).", {}, "file tailer"),
   };
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "src/core/log.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -25,6 +26,64 @@ bool ParseNum(std::string_view s, T* out) {
 }
 
 }  // namespace
+
+std::string_view FileTailer::SkipReasonName(SkipReason reason) {
+  switch (reason) {
+    case SkipReason::kFifo:
+      return "fifo";
+    case SkipReason::kDevice:
+      return "device";
+    case SkipReason::kSocket:
+      return "socket";
+    case SkipReason::kDirectory:
+      return "directory";
+    case SkipReason::kDanglingSymlink:
+      return "dangling_symlink";
+  }
+  return "device";
+}
+
+bool FileTailer::Readable(const std::string& path, FileId* id, std::map<std::string, SkipReason>* skipped) {
+  struct stat st {};
+  SkipReason reason;
+  std::string detail;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISREG(st.st_mode)) {
+      *id = FileId{st.st_dev, st.st_ino};
+      return true;
+    }
+    if (S_ISFIFO(st.st_mode)) {
+      reason = SkipReason::kFifo;
+      detail = "a FIFO";
+    } else if (S_ISDIR(st.st_mode)) {
+      reason = SkipReason::kDirectory;
+      detail = "a directory";
+    } else if (S_ISSOCK(st.st_mode)) {
+      reason = SkipReason::kSocket;
+      detail = "a socket";
+    } else {
+      reason = SkipReason::kDevice;
+      detail = S_ISBLK(st.st_mode) ? "a block device" : "a character device";
+    }
+  } else {
+    struct stat link {};
+    // Deleted between the glob and here: nothing to say. A symlink whose target is missing: skipped.
+    if (errno != ENOENT || ::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return false;
+    reason = SkipReason::kDanglingSymlink;
+    detail = "a symlink to nothing";
+  }
+  (*skipped)[path] = reason;
+  auto previous = skipped_.find(path);
+  if (previous != skipped_.end() && previous->second == reason) return false;  // logged and counted
+  struct stat link {};
+  if (reason != SkipReason::kDanglingSymlink && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    detail += " (through a symlink)";
+  }
+  Log(LogLevel::kWarn, "event file skipped: only regular files are tailed",
+      {{"path", path}, {"reason", SkipReasonName(reason)}, {"detail", detail}});
+  ++counters_.skipped[static_cast<size_t>(reason)];
+  return false;
+}
 
 FileTailer::FileTailer(Options options) : options_(std::move(options)) {
   if (options_.max_line_bytes == 0) options_.max_line_bytes = 1;
@@ -157,11 +216,12 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     }
     ::globfree(&g);
   }
+  std::map<std::string, SkipReason> skipped;
   for (const std::string& path : paths) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    current.emplace(FileId{st.st_dev, st.st_ino}, path);
+    FileId id;
+    if (Readable(path, &id, &skipped)) current.emplace(id, path);
   }
+  skipped_ = std::move(skipped);
 
   // 2. Files that went away (rotated out of the globs, deleted, replaced): finish the old inode.
   for (auto it = tracked_.begin(); it != tracked_.end();) {
@@ -198,7 +258,8 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
   // checkpoint knows are read first: after a restart they hold the older lines (a file rotated while the
   // tailer was down), so a stream stays in order whatever the inode numbers are.
   auto open_new = [&](const FileId& id, const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not wait for a writer.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
       ++counters_.read_errors;
       return;

@@ -8,6 +8,10 @@
 // rotated away, when it is delivered as is). Bytes are passed through untouched (invalid UTF-8 and
 // NUL included); classifiers sanitise.
 //
+// Only regular files are read (symlinks to them are followed). A path the globs match that is a FIFO, a
+// device (e.g. a symlink to /dev/zero), a socket, a directory or a symlink to nothing is never opened:
+// it is counted in skipped[reason] and logged once each time the path starts being skipped for a reason.
+//
 // Poll-based: the owner calls PollOnce() at its interval. Known limit: a file truncated and regrown
 // past the old offset between two polls is not detected as truncated.
 //
@@ -16,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -35,12 +40,18 @@ class FileTailer {
     std::string checkpoint_path;  // empty: no checkpoint, every file starts at offset 0
     size_t max_line_bytes = 64 * 1024;
   };
+  // Why a matched path is not read; every value is a `reason` label (SkipReasonName).
+  enum class SkipReason { kFifo, kDevice, kSocket, kDirectory, kDanglingSymlink };
+  static constexpr size_t kSkipReasons = 5;
+  static std::string_view SkipReasonName(SkipReason reason);
+
   struct Counters {
     uint64_t lines = 0;
     uint64_t truncated_lines = 0;  // lines cut at max_line_bytes
     uint64_t truncations = 0;      // files that shrank below our offset
     uint64_t rotations = 0;        // files that disappeared from the globs and were finished
     uint64_t read_errors = 0;
+    std::array<uint64_t, kSkipReasons> skipped{};  // by SkipReason: paths that started being skipped
   };
   using LineCallback = std::function<void(std::string_view path, std::string_view line)>;
 
@@ -71,6 +82,8 @@ class FileTailer {
     std::string path;
   };
 
+  // Whether `path` (matched by a glob) is a regular file to read; counts and logs it when not.
+  bool Readable(const std::string& path, FileId* id, std::map<std::string, SkipReason>* skipped);
   void LoadCheckpoint();
   Status SaveCheckpoint();
   void ReadAvailable(Tracked& file, const LineCallback& callback);
@@ -80,7 +93,8 @@ class FileTailer {
 
   Options options_;
   std::map<FileId, Tracked> tracked_;
-  std::map<FileId, Saved> saved_;  // checkpoint entries not yet claimed by an open file
+  std::map<FileId, Saved> saved_;              // checkpoint entries not yet claimed by an open file
+  std::map<std::string, SkipReason> skipped_;  // matched paths not read at the last poll, and why
   std::string last_written_;
   Counters counters_;
 };

@@ -1,4 +1,5 @@
-// PushSender: the one sending loop behind every push sink (Loki, OTLP). A thread of its own reads
+// PushSender: the one sending loop behind every push sink (Loki, OTLP), and their PushSink
+// (src/sinks/push_sink.h). A thread of its own reads
 // batches from the shared DurableQueue as the named consumer options.name, turns each batch into one
 // request body with options.encode and POSTs it (HttpClient: keep-alive, timeouts, https). What the
 // receiver answers decides the batch's fate:
@@ -33,6 +34,7 @@
 #include "src/core/metric.h"
 #include "src/core/status.h"
 #include "src/sinks/push/http_client.h"
+#include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 
 namespace gpuscope {
@@ -58,30 +60,33 @@ struct PushSinkOptions {
   std::string ca_file;  // https: PEM file of CAs to trust instead of the system trust store
 };
 
-class PushSender {
+class PushSender final : public PushSink {
  public:
   PushSender(DurableQueue* queue, PushSinkOptions options);  // queue outlives the sender
-  ~PushSender();                                             // Stop()
+  ~PushSender() override;                                    // Stop()
   PushSender(const PushSender&) = delete;
   PushSender& operator=(const PushSender&) = delete;
 
   // Starts the sending thread. InvalidArgument for a bad URL or CA file, a missing encode function, or
   // a name that is not a consumer of the queue; Internal if it is already running. Nothing runs then.
-  Status Start();
+  Status Start() override;
 
   // Stops promptly: interrupts a backoff sleep or a request in flight and joins the thread. Nothing is
   // lost: a batch not yet acknowledged stays queued for the next start. Safe to call more than once.
-  void Stop();
+  void Stop() override;
 
   // Producer hint: records were appended; an idle sender looks at the queue now instead of at its next
   // poll. Does not shorten a backoff.
-  void Wake();
+  void Wake() override;
 
   // gpuscope_sink_requests_total{sink,code}, _sent_records_total, _sent_bytes_total,
   // _failed_requests_total, _dropped_records_total{sink,reason}, _last_success_timestamp_seconds,
   // _retry_backoff_seconds (the current wait before a retry; 0 when healthy).
-  std::vector<MetricFamily> Metrics() const;
+  std::vector<MetricFamily> Metrics() const override;
   static std::vector<MetricDescription> Describe();
+
+  // options.name.
+  std::string_view Name() const override { return options_.name; }
 
  private:
   void Run();

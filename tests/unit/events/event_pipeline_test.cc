@@ -9,6 +9,8 @@
 
 #include "src/attribution/gpu_directory.h"
 #include "src/attribution/job_table.h"
+#include "src/events/sources/file_source.h"
+#include "src/events/sources/kmsg_source.h"
 #include "src/events/xid_ledger.h"
 
 namespace gpuscope {
@@ -59,6 +61,7 @@ class EventPipelineTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "logs");
+    fs::create_directories(dir_ / "state");
     gpus_.Publish({{"00000000:2A:00.0", {"1", "GPU-one"}}});
     AttributionUpdate update;
     update.jobs = {Job("4242", "alice", "ml")};
@@ -66,11 +69,26 @@ class EventPipelineTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  std::unique_ptr<EventSource> Files() {
+    FileTailer::Options o;
+    o.globs = {(dir_ / "logs" / "*.out").string()};
+    o.checkpoint_path = (dir_ / "state" / "files.checkpoint").string();
+    o.max_line_bytes = 1024;
+    return std::make_unique<FileSource>(std::move(o));
+  }
+  std::unique_ptr<EventSource> Kmsg(const fs::path& path, std::function<int64_t()> now_unix_ns = nullptr,
+                                    std::function<int64_t()> now_monotonic_ns = nullptr) {
+    KmsgSource::Options o;
+    o.reader.path = path.string();
+    o.reader.checkpoint_path = (dir_ / "state" / "kmsg.seq").string();
+    o.now_unix_ns = std::move(now_unix_ns);
+    o.now_monotonic_ns = std::move(now_monotonic_ns);
+    return std::make_unique<KmsgSource>(std::move(o));
+  }
   EventPipelineOptions Options() {
     EventPipelineOptions o;
     o.host = "node1";
-    o.file_globs = {(dir_ / "logs" / "*.out").string()};
-    o.state_dir = (dir_ / "state").string();
+    o.sources.push_back(Files());
     o.max_line_bytes = 1024;
     o.ship = [this](const EventRecord& r) {
       shipped_.push_back(r);
@@ -186,7 +204,7 @@ TEST_F(EventPipelineTest, QueueFailuresAreCountedNotHidden) {
 TEST_F(EventPipelineTest, ShipSeverityFiltersWhatLeavesButNotWhatIsCounted) {
   EventPipelineOptions o = Options();
   o.ship_severity = EventSeverity::kCritical;
-  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
   Append("slurm-10.out", std::string(kNcclWarn) + "\n" + kXidLine + "\n");
   pipeline.PollOnce();
   ASSERT_EQ(shipped_.size(), 1u);
@@ -202,11 +220,11 @@ TEST_F(EventPipelineTest, KmsgRecordsUseTheKernelClassifiersAndTimestamps) {
     out << "6,101,6000000,-;" << kNcclWarn << "\n";  // job-family lines are not looked for in the kernel log
   }
   EventPipelineOptions o = Options();
-  o.file_globs.clear();
-  o.kmsg_path = kmsg.string();
-  o.now_unix_ns = [] { return int64_t{1'000'000'000'000'000'000}; };
-  o.now_monotonic_ns = [] { return int64_t{10'000'000'000}; };  // 10 s after boot
-  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  o.sources.clear();
+  o.sources.push_back(Kmsg(
+      kmsg, [] { return int64_t{1'000'000'000'000'000'000}; },
+      [] { return int64_t{10'000'000'000}; }));  // 10 s after boot
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
   pipeline.PollOnce();
   ASSERT_EQ(shipped_.size(), 1u);
   EXPECT_EQ(shipped_[0].source, "kmsg");
@@ -218,8 +236,8 @@ TEST_F(EventPipelineTest, KmsgRecordsUseTheKernelClassifiersAndTimestamps) {
 
 TEST_F(EventPipelineTest, AMissingKmsgDeviceIsCountedAndRetried) {
   EventPipelineOptions o = Options();
-  o.kmsg_path = (dir_ / "no-such-kmsg").string();
-  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  o.sources.insert(o.sources.begin(), Kmsg(dir_ / "no-such-kmsg"));
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
   pipeline.PollOnce();
   pipeline.PollOnce();
   EXPECT_EQ(Value(pipeline.Metrics(), "gpuscope_event_source_errors_total", {{"source", "kmsg"}}), 2);
@@ -231,17 +249,94 @@ TEST_F(EventPipelineTest, AMissingKmsgDeviceIsCountedAndRetried) {
 
 TEST_F(EventPipelineTest, StartNeedsASourceAndStopsPromptly) {
   EventPipelineOptions none = Options();
-  none.file_globs.clear();
-  EventPipeline idle(none, nullptr, nullptr, nullptr);
+  none.sources.clear();
+  EventPipeline idle(std::move(none), nullptr, nullptr, nullptr);
   EXPECT_EQ(idle.Start().code(), Status::Code::kInvalidArgument);
 
   EventPipelineOptions o = Options();
   o.poll_interval = std::chrono::hours(1);  // Stop must not wait for the next poll
-  EventPipeline pipeline(o, &ledger_, &jobs_, &gpus_);
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
   Append("slurm-12.out", std::string(kCancel) + "\n");
   ASSERT_TRUE(pipeline.Start().ok());
   pipeline.Stop();
   EXPECT_EQ(shipped_.size(), 1u);  // the first poll runs at start
+}
+
+// A source the pipeline knows only through EventSource, as a new kind of source would be: its lines are
+// classified (kernel-only ones by the kernel family alone), stamped, attributed by path only when the
+// source says its origin is one, shipped under its name, and its counters and own families exported.
+class ScriptedSource final : public EventSource {
+ public:
+  std::string_view Name() const override { return "scripted"; }
+  Status Poll(const Emit& emit) override {
+    ++polls_;
+    for (const EventLine& line : lines_) emit(line);
+    lines_.clear();
+    if (fail_) return Status::Unavailable("socket gone");
+    return Status::Ok();
+  }
+  Counters counters() const override { return Counters{polls_ * 2, polls_ * 3}; }
+  void AppendMetrics(std::vector<MetricFamily>& out) const override {
+    MetricFamily family;
+    family.name = "scripted_polls_total";
+    family.type = MetricType::kCounter;
+    family.samples.push_back(Sample{{}, static_cast<double>(polls_)});
+    out.push_back(std::move(family));
+  }
+
+  std::vector<EventLine> lines_;
+  bool fail_ = false;
+  uint64_t polls_ = 0;
+};
+
+TEST_F(EventPipelineTest, RunsASourceItKnowsOnlyThroughTheInterface) {
+  auto owned = std::make_unique<ScriptedSource>();
+  ScriptedSource* source = owned.get();
+  const std::string job_path = (dir_ / "slurm-4242.out").string();
+  EventLine by_path{kNcclWarn, job_path, 1'700'000'000'000'000'000, false, true};
+  EventLine not_a_path{kNcclWarn, job_path, 0, false, false};
+  EventLine kernel_only{kNcclWarn, "kernel", 0, true, false};  // job-family line: not looked for
+  source->lines_ = {by_path, not_a_path, kernel_only};
+  EventPipelineOptions o = Options();
+  o.sources.clear();
+  o.sources.push_back(std::move(owned));
+  o.now_unix_ns = [] { return int64_t{42}; };
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
+  pipeline.PollOnce();
+
+  ASSERT_EQ(shipped_.size(), 2u);
+  EXPECT_EQ(shipped_[0].source, "scripted");
+  EXPECT_EQ(shipped_[0].event.event_class, "ib_completion");
+  EXPECT_EQ(shipped_[0].time_unix_ns, 1'700'000'000'000'000'000);
+  EXPECT_EQ(shipped_[0].origin, job_path);
+  EXPECT_EQ(shipped_[0].job_id, "4242");  // from the path
+  EXPECT_EQ(shipped_[0].user, "alice");
+  EXPECT_EQ(shipped_[1].event.event_class, "ib_completion");
+  EXPECT_EQ(shipped_[1].time_unix_ns, 42);  // no time of its own: the pipeline's clock
+  EXPECT_EQ(shipped_[1].job_id, "");        // the origin is not a path: the job is not read from it
+
+  auto m = pipeline.Metrics();
+  EXPECT_EQ(Value(m, "gpuscope_event_lines_total", {{"source", "scripted"}}), 3);
+  EXPECT_EQ(Value(m, "gpuscope_events_total", {{"source", "scripted"}, {"class", "ib_completion"}}), 2);
+  EXPECT_EQ(Value(m, "gpuscope_event_lines_truncated_total", {{"source", "scripted"}}), 2);
+  EXPECT_EQ(Value(m, "gpuscope_event_source_errors_total", {{"source", "scripted"}}), 3);
+  EXPECT_EQ(Value(m, "scripted_polls_total"), 1);
+
+  // A failed poll is counted on top of what the source counted itself.
+  source->fail_ = true;
+  pipeline.PollOnce();
+  m = pipeline.Metrics();
+  EXPECT_EQ(Value(m, "gpuscope_event_source_errors_total", {{"source", "scripted"}}), 6 + 1);
+  EXPECT_EQ(Value(m, "scripted_polls_total"), 2);
+}
+
+TEST_F(EventPipelineTest, TwoSourcesOfOneNameAreRefused) {
+  EventPipelineOptions o = Options();
+  o.sources.push_back(Files());
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
+  Status status = pipeline.Start();
+  EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("'file'"), std::string::npos) << status.message();
 }
 
 }  // namespace

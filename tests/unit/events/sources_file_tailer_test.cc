@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/events/sources/file_source.h"
 #include "src/events/sources/file_tailer.h"
 
 namespace gpuscope {
@@ -195,6 +197,67 @@ TEST_F(EventsSourcesFileTailer, UnwritableCheckpointIsReportedButLinesStillFlow)
   Status s = tailer.PollOnce([&](std::string_view, std::string_view) { ++n; });
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(n, 1);
+}
+
+// A FIFO with no writer would block open() forever and a symlink to /dev/zero would be read forever: both
+// are skipped without being opened, counted once per path by reason and logged once, while the regular
+// file beside them is still read.
+TEST_F(EventsSourcesFileTailer, FifosDevicesAndDanglingSymlinksAreSkippedCountedAndLoggedOnce) {
+  ASSERT_EQ(::mkfifo(P("slurm-fifo.out").c_str(), 0600), 0);
+  fs::create_symlink("/dev/zero", P("slurm-zero.out"));
+  fs::create_symlink(P("nowhere"), P("slurm-dangling.out"));
+  fs::create_directory(P("slurm-dir.out"));
+  Append("slurm-1.out", "real line\n");
+  FileSource source(Opts());
+
+  auto poll = [&] {
+    std::vector<std::string> got;
+    ::testing::internal::CaptureStderr();
+    Status status = source.Poll([&](const EventLine& line) { got.emplace_back(line.text); });
+    std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    return std::make_pair(got, log);
+  };
+  auto skipped = [&](std::string_view reason) {
+    std::vector<MetricFamily> families;
+    source.AppendMetrics(families);
+    for (const MetricFamily& f : families) {
+      if (f.name != "gpuscope_event_files_skipped_total") continue;
+      for (const Sample& s : f.samples) {
+        if (s.labels == Labels{{"reason", std::string(reason)}}) return s.value;
+      }
+    }
+    return -1.0;
+  };
+
+  auto [lines, log] = poll();
+  EXPECT_EQ(lines, V{"real line"});
+  EXPECT_NE(log.find("path=" + P("slurm-fifo.out") + " reason=fifo"), std::string::npos) << log;
+  EXPECT_NE(log.find("path=" + P("slurm-zero.out") + " reason=device"), std::string::npos) << log;
+  EXPECT_NE(log.find("character device (through a symlink)"), std::string::npos) << log;
+  EXPECT_NE(log.find("reason=dangling_symlink"), std::string::npos) << log;
+  EXPECT_NE(log.find("reason=directory"), std::string::npos) << log;
+  EXPECT_EQ(skipped("fifo"), 1);
+  EXPECT_EQ(skipped("device"), 1);
+  EXPECT_EQ(skipped("dangling_symlink"), 1);
+  EXPECT_EQ(skipped("directory"), 1);
+  EXPECT_EQ(skipped("socket"), 0);  // every reason is a series from the start
+
+  // Still there at the next poll: neither counted nor logged again; new lines of the regular file flow.
+  Append("slurm-1.out", "second\n");
+  auto [more, quiet] = poll();
+  EXPECT_EQ(more, V{"second"});
+  EXPECT_EQ(quiet.find("event file skipped"), std::string::npos) << quiet;
+  EXPECT_EQ(skipped("fifo"), 1);
+  EXPECT_EQ(skipped("device"), 1);
+
+  // A path that stops being skipped and is skipped again later counts again.
+  fs::remove(P("slurm-fifo.out"));
+  poll();
+  ASSERT_EQ(::mkfifo(P("slurm-fifo.out").c_str(), 0600), 0);
+  auto [after, again] = poll();
+  EXPECT_NE(again.find("reason=fifo"), std::string::npos) << again;
+  EXPECT_EQ(skipped("fifo"), 2);
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+// The event sources and push sinks the agent knows, each created by name from its entry, as collectors
+// are (registry.h). An entry says whether the agent config turns it on, builds it from that config, and
+// describes the families of its own (for docs/metrics.md). The event path (events.h) creates every
+// enabled entry and knows them only through EventSource (src/events/event_source.h) and PushSink
+// (src/sinks/push_sink.h): adding a source or a sink is its own folder plus one entry here.
+//
+// Thread-safety: build at start-up on one thread, then read-only.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/agent/config.h"
+#include "src/agent/named_registry.h"
+#include "src/core/metric.h"
+#include "src/events/event_source.h"
+#include "src/sinks/push_sink.h"
+
+namespace gpuscope {
+
+class DurableQueue;
+
+struct EventSourceEntry {
+  static constexpr std::string_view kKind = "event source";
+  std::string name;  // the created source's Name(): the `source` label
+  std::string help;
+  std::function<bool(const AgentConfig&)> enabled;
+  // Called for enabled entries only, after the state directory (config.events_state_dir) exists.
+  std::function<std::unique_ptr<EventSource>(const AgentConfig&)> create;
+  // The families the source appends itself (EventSource::AppendMetrics); the pipeline's per-source ones
+  // (lines, truncated, errors) are described by the pipeline.
+  std::function<std::vector<MetricDescription>()> describe;
+};
+
+// What the agent shares with the push sinks it creates.
+struct PushSinkContext {
+  DurableQueue* queue = nullptr;  // the events' durable queue, opened with a consumer per enabled sink
+};
+
+struct PushSinkEntry {
+  static constexpr std::string_view kKind = "push sink";
+  std::string name;  // the created sink's Name(): the `sink` label and its queue consumer name
+  std::string help;
+  std::function<bool(const AgentConfig&)> enabled;
+  std::function<std::unique_ptr<PushSink>(const AgentConfig&, const PushSinkContext&)> create;
+  std::function<std::vector<MetricDescription>()> describe;  // families of the sink (may repeat a peer's)
+};
+
+using EventSourceRegistry = NamedRegistry<EventSourceEntry>;
+using PushSinkRegistry = NamedRegistry<PushSinkEntry>;
+
+// The sources and sinks built into gpuscope-agent, in the order they are polled and started.
+const EventSourceRegistry& BuiltinEventSources();
+const PushSinkRegistry& BuiltinPushSinks();
+
+}  // namespace gpuscope
