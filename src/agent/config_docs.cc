@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "src/agent/config.h"
+#include "src/agent/markdown.h"
 #include "src/agent/options.h"
 #include "src/core/duration.h"
 
@@ -96,23 +97,6 @@ std::string Placeholder(const OptionSpec& option) {
                         [](std::vector<std::string> AgentConfig::*) { return std::string("=STRING"); },
                     },
                     option.field);
-}
-
-// Markdown table cells: '|' would end the cell and '<' start an HTML tag.
-std::string MarkdownText(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 std::string Code(std::string_view text) { return "`" + std::string(text) + "`"; }
@@ -236,10 +220,10 @@ std::string ConfigDocs(const AgentConfig& defaults) {
     DefaultDescription fallback = Default(option, defaults);
     std::string default_cell;
     if (!fallback.text.empty())
-      default_cell = fallback.is_value ? Code(fallback.text) : MarkdownText(fallback.text);
+      default_cell = fallback.is_value ? Code(fallback.text) : MarkdownCell(fallback.text);
     out += "| " + (option.flag.empty() ? "" : Code("--" + std::string(option.flag))) + " | " +
            (option.yaml.empty() ? "" : Code(option.yaml)) + " | " + std::string(TypeName(option)) + " | " +
-           default_cell + " | " + MarkdownText(std::string(option.help) + Constraints(option)) + " |\n";
+           default_cell + " | " + MarkdownCell(std::string(option.help) + Constraints(option)) + " |\n";
   }
   out +=
       "\nSwitches take `--X`, `--X=false` or `--no-X`; a list takes its flag once per value and adds to the "
