@@ -1,7 +1,9 @@
 // AgentConfig: everything the agent can be told, from defaults, then the YAML file (--config FILE),
 // then command-line flags, in the Prometheus exporters' style (later sources override earlier ones).
 // Parsing is strict: an unknown key or flag, a malformed duration or a wrong type is an error that
-// names the key, never a silent default.
+// names the key, never a silent default. Each option is described once, in src/agent/options.cc (YAML
+// key, flag, help, validation); the defaults are the initial values below. To add an option: add its
+// field here and its entry there.
 //
 // Thread-safety: plain data and pure functions.
 #pragma once
@@ -88,6 +90,7 @@ struct AgentConfig {
   // modes
   bool once = false;                // collect once, print the exposition to stdout, exit
   bool print_metrics_docs = false;  // print docs/metrics.md to stdout, exit
+  bool print_config_docs = false;   // print README.md's configuration section to stdout, exit
   bool show_version = false;
   bool show_help = false;
 };
@@ -102,9 +105,17 @@ Status ApplyFlags(const std::vector<std::string>& args, AgentConfig* config);
 // Defaults -> file named by --config (if any) -> flags. Reads the file; the only I/O here.
 Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config);
 
-// Checks values that each source alone cannot (compat names, listen address shape, log names).
+// Checks each option's value against its description (allowed words, lowest integer, positive
+// durations, URL and address shapes) and what no single option can (a queue directory for the sinks).
+// The first problem found is returned, naming the option's key and flag.
 Status ValidateConfig(const AgentConfig& config);
 
+// --help: every flag with its help, default and allowed values, then the collectors' switches.
+// `defaults` is a default AgentConfig with the registry's collectors filled in.
 std::string FlagsHelp(const AgentConfig& defaults);
+
+// --print-config-docs: the markdown between the config-docs markers of README.md's Configuration
+// section: the flag table and a YAML file of every key at its default.
+std::string ConfigDocs(const AgentConfig& defaults);
 
 }  // namespace gpuscope

@@ -1,23 +1,8 @@
 #include "src/agent/metrics_docs.h"
 
+#include "src/agent/markdown.h"
+
 namespace gpuscope {
-namespace {
-
-std::string Cell(std::string text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string RenderMetricsDocs(const std::vector<CollectorDocs>& collectors) {
   std::string out =
@@ -37,8 +22,8 @@ std::string RenderMetricsDocs(const std::vector<CollectorDocs>& collectors) {
       std::string labels;
       for (const std::string& label : metric.labels) labels += (labels.empty() ? "" : ", ") + label;
       out += "| `" + metric.name + "` | " + std::string(MetricTypeName(metric.type)) + " | " +
-             Cell(metric.unit.empty() ? "" : metric.unit) + " | " + Cell(labels) + " | " + Cell(metric.help) +
-             " | " + Cell(metric.source) + " |\n";
+             MarkdownCell(metric.unit.empty() ? "" : metric.unit) + " | " + MarkdownCell(labels) + " | " +
+             MarkdownCell(metric.help) + " | " + MarkdownCell(metric.source) + " |\n";
     }
   }
   return out;

@@ -67,4 +67,14 @@ std::string FormatDuration(std::chrono::milliseconds duration) {
   return out;
 }
 
+Status ParseDurationSetting(std::string_view text, std::string_view what, std::chrono::milliseconds* out) {
+  std::optional<std::chrono::milliseconds> parsed = ParseDuration(text);
+  if (!parsed) {
+    return Status::InvalidArgument(std::string(what) + ": '" + std::string(text) +
+                                   "' is not a duration (e.g. 500ms, 1s, 1m30s)");
+  }
+  *out = *parsed;
+  return Status::Ok();
+}
+
 }  // namespace gpuscope

@@ -9,10 +9,16 @@
 #include <string>
 #include <string_view>
 
+#include "src/core/status.h"
+
 namespace gpuscope {
 
 // Returns nullopt for an empty, malformed or overflowing input.
 std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
 std::string FormatDuration(std::chrono::milliseconds duration);
+
+// ParseDuration for the setting `what` (a flag or a config key): on failure InvalidArgument
+// "<what>: '<text>' is not a duration (e.g. 500ms, 1s, 1m30s)" and *out unchanged.
+Status ParseDurationSetting(std::string_view text, std::string_view what, std::chrono::milliseconds* out);
 
 }  // namespace gpuscope

@@ -1,10 +1,9 @@
 #include "src/core/version.h"
 
-#ifndef GPUSCOPE_VERSION
-#define GPUSCOPE_VERSION "0.0.0"
-#endif
-#ifndef GPUSCOPE_REVISION
-#define GPUSCOPE_REVISION "unknown"
+// Both come from CMake (src/core/CMakeLists.txt): the version from project(VERSION) in the top-level
+// CMakeLists.txt, its one place; the revision from git at configure time.
+#if !defined(GPUSCOPE_VERSION) || !defined(GPUSCOPE_REVISION)
+#error "GPUSCOPE_VERSION and GPUSCOPE_REVISION are set by src/core/CMakeLists.txt"
 #endif
 
 namespace gpuscope {

@@ -1,142 +1,134 @@
 #include "src/sinks/prometheus/web_config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "src/core/yaml_config.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-// Thrown inside the parser only; turned into a Status at the boundary.
-struct ConfigError {
-  std::string message;
-};
-
-[[noreturn]] void Fail(std::string message) { throw ConfigError{std::move(message)}; }
-
-std::string Where(const YAML::Node& node) {
-  YAML::Mark mark = node.Mark();
-  if (mark.is_null()) return "";
-  return " (line " + std::to_string(mark.line + 1) + ")";
-}
-
-std::string Scalar(const YAML::Node& node, const std::string& key) {
-  if (node.IsNull()) return "";
-  if (!node.IsScalar()) Fail(key + ": expected a string" + Where(node));
-  return node.Scalar();
-}
-
-bool Bool(const YAML::Node& node, const std::string& key) {
-  std::string s = Scalar(node, key);
-  if (s == "true") return true;
-  if (s == "false" || s.empty()) return false;
-  Fail(key + ": expected true or false, got \"" + s + "\"" + Where(node));
-}
-
-// Calls `fn(key, value)` for each entry of a mapping; rejects non-mappings and duplicate keys.
-template <typename Fn>
-void ForEachEntry(const YAML::Node& node, const std::string& context, Fn fn) {
-  if (node.IsNull()) return;
-  if (!node.IsMap()) Fail(context + ": expected a mapping" + Where(node));
-  std::set<std::string> seen;
-  for (const auto& entry : node) {
-    if (!entry.first.IsScalar()) Fail(context + ": keys must be strings" + Where(entry.first));
-    std::string key = entry.first.Scalar();
-    if (!seen.insert(key).second) Fail(context + ": duplicate key \"" + key + "\"" + Where(entry.first));
-    fn(key, entry.second);
+Status ParseTlsVersion(const YAML::Node& node, const std::string& key, TlsVersion* out) {
+  std::string s;
+  Status status = ReadYamlString(node, key, &s);
+  if (!status.ok()) return status;
+  if (s == "TLS12") {
+    *out = TlsVersion::kTls12;
+  } else if (s == "TLS13") {
+    *out = TlsVersion::kTls13;
+  } else if (s == "TLS10" || s == "TLS11") {
+    return Status::InvalidArgument(key + ": " + s + " is not supported; use TLS12 or TLS13");
+  } else {
+    return Status::InvalidArgument(key + ": unknown TLS version \"" + s + "\"" + YamlLine(node));
   }
+  return Status::Ok();
 }
 
-TlsVersion ParseTlsVersion(const YAML::Node& node, const std::string& key) {
-  std::string s = Scalar(node, key);
-  if (s == "TLS12") return TlsVersion::kTls12;
-  if (s == "TLS13") return TlsVersion::kTls13;
-  if (s == "TLS10" || s == "TLS11") Fail(key + ": " + s + " is not supported; use TLS12 or TLS13");
-  Fail(key + ": unknown TLS version \"" + s + "\"" + Where(node));
+Status ParseClientAuth(const std::string& s, const YAML::Node& node, ClientAuthType* out) {
+  if (s.empty() || s == "NoClientCert") {
+    *out = ClientAuthType::kNoClientCert;
+  } else if (s == "RequestClientCert") {
+    *out = ClientAuthType::kRequestClientCert;
+  } else if (s == "RequireAnyClientCert") {
+    *out = ClientAuthType::kRequireAnyClientCert;
+  } else if (s == "VerifyClientCertIfGiven") {
+    *out = ClientAuthType::kVerifyClientCertIfGiven;
+  } else if (s == "RequireAndVerifyClientCert") {
+    *out = ClientAuthType::kRequireAndVerifyClientCert;
+  } else {
+    return Status::InvalidArgument("tls_server_config.client_auth_type: invalid value \"" + s + "\"" +
+                                   YamlLine(node));
+  }
+  return Status::Ok();
 }
 
-ClientAuthType ParseClientAuth(const std::string& s, const YAML::Node& node) {
-  if (s.empty() || s == "NoClientCert") return ClientAuthType::kNoClientCert;
-  if (s == "RequestClientCert") return ClientAuthType::kRequestClientCert;
-  if (s == "RequireAnyClientCert") return ClientAuthType::kRequireAnyClientCert;
-  if (s == "VerifyClientCertIfGiven") return ClientAuthType::kVerifyClientCertIfGiven;
-  if (s == "RequireAndVerifyClientCert") return ClientAuthType::kRequireAndVerifyClientCert;
-  Fail("tls_server_config.client_auth_type: invalid value \"" + s + "\"" + Where(node));
-}
-
-std::optional<TlsServerConfig> ParseTls(const YAML::Node& node, std::vector<std::string>& warnings) {
+Status ParseTls(const YAML::Node& node, std::optional<TlsServerConfig>* out,
+                std::vector<std::string>& warnings) {
   TlsServerConfig tls;
   std::string client_auth;
   bool any_set = false;
   const std::string ctx = "tls_server_config";
-  ForEachEntry(node, ctx, [&](const std::string& key, const YAML::Node& value) {
+  Status status = ForEachYamlEntry(node, ctx, [&](const std::string& key, const YAML::Node& value) {
     std::string path = ctx + "." + key;
-    if (key == "cert_file") {
-      tls.cert_file = Scalar(value, path);
-    } else if (key == "key_file") {
-      tls.key_file = Scalar(value, path);
-    } else if (key == "client_ca_file") {
-      tls.client_ca_file = Scalar(value, path);
-    } else if (key == "client_auth_type") {
-      client_auth = Scalar(value, path);
-      tls.client_auth_type = ParseClientAuth(client_auth, value);
-    } else if (key == "min_version") {
-      tls.min_version = ParseTlsVersion(value, path);
-    } else if (key == "max_version") {
-      tls.max_version = ParseTlsVersion(value, path);
-    } else if (key == "cipher_suites" || key == "curve_preferences" || key == "prefer_server_cipher_suites") {
-      if (!value.IsNull() && !value.IsSequence() && !value.IsScalar())
-        Fail(path + ": malformed" + Where(value));
+    if (key == "cipher_suites" || key == "curve_preferences" || key == "prefer_server_cipher_suites") {
+      if (!value.IsNull() && !value.IsSequence() && !value.IsScalar()) {
+        return Status::InvalidArgument(path + ": malformed" + YamlLine(value));
+      }
       warnings.push_back(path + " is accepted but ignored: OpenSSL's defaults apply");
-      return;
-    } else if (key == "cert" || key == "key" || key == "client_ca" || key == "client_allowed_sans") {
-      Fail(path + ": not supported by gpuscope; use cert_file, key_file and client_ca_file");
-    } else {
-      Fail(ctx + ": unknown key \"" + key + "\"" + Where(value));
+      return Status::Ok();
+    }
+    if (key == "cert" || key == "key" || key == "client_ca" || key == "client_allowed_sans") {
+      return Status::InvalidArgument(path +
+                                     ": not supported by gpuscope; use cert_file, key_file and "
+                                     "client_ca_file");
     }
     any_set = true;
+    if (key == "cert_file") return ReadYamlString(value, path, &tls.cert_file);
+    if (key == "key_file") return ReadYamlString(value, path, &tls.key_file);
+    if (key == "client_ca_file") return ReadYamlString(value, path, &tls.client_ca_file);
+    if (key == "client_auth_type") {
+      Status read = ReadYamlString(value, path, &client_auth);
+      return read.ok() ? ParseClientAuth(client_auth, value, &tls.client_auth_type) : read;
+    }
+    if (key == "min_version") return ParseTlsVersion(value, path, &tls.min_version);
+    if (key == "max_version") {
+      TlsVersion version = TlsVersion::kTls13;
+      Status read = ParseTlsVersion(value, path, &version);
+      if (read.ok()) tls.max_version = version;
+      return read;
+    }
+    return UnknownYamlKey(ctx, key, value);
   });
+  if (!status.ok()) return status;
   // As in the exporter toolkit: a section with nothing set means "no TLS".
   if (!any_set ||
       (tls.cert_file.empty() && tls.key_file.empty() && tls.client_ca_file.empty() && client_auth.empty())) {
-    return std::nullopt;
+    out->reset();
+    return Status::Ok();
   }
-  if (tls.cert_file.empty()) Fail(ctx + ": missing cert_file");
-  if (tls.key_file.empty()) Fail(ctx + ": missing key_file");
+  if (tls.cert_file.empty()) return Status::InvalidArgument(ctx + ": missing cert_file");
+  if (tls.key_file.empty()) return Status::InvalidArgument(ctx + ": missing key_file");
   bool verifies = tls.client_auth_type == ClientAuthType::kVerifyClientCertIfGiven ||
                   tls.client_auth_type == ClientAuthType::kRequireAndVerifyClientCert;
   if (verifies && tls.client_ca_file.empty()) {
-    Fail(ctx + ": client_auth_type " + client_auth + " requires client_ca_file");
+    return Status::InvalidArgument(ctx + ": client_auth_type " + client_auth + " requires client_ca_file");
   }
   if (!tls.client_ca_file.empty() && tls.client_auth_type == ClientAuthType::kNoClientCert) {
-    Fail(ctx + ": client_ca_file is set but client_auth_type is NoClientCert");
+    return Status::InvalidArgument(ctx + ": client_ca_file is set but client_auth_type is NoClientCert");
   }
-  if (tls.max_version && *tls.max_version < tls.min_version) Fail(ctx + ": max_version is below min_version");
-  return tls;
+  if (tls.max_version && *tls.max_version < tls.min_version) {
+    return Status::InvalidArgument(ctx + ": max_version is below min_version");
+  }
+  *out = tls;
+  return Status::Ok();
 }
 
 // The exporter toolkit allows only these security headers, with the same value checks.
-void ValidateHeader(const std::string& name, const std::string& value) {
+Status ValidateHeader(const std::string& name, const std::string& value) {
   static const std::set<std::string> kAllowed = {"Strict-Transport-Security", "X-Content-Type-Options",
                                                  "X-Frame-Options", "X-XSS-Protection",
                                                  "Content-Security-Policy"};
-  if (!kAllowed.contains(name))
-    Fail("http_server_config.headers: HTTP header \"" + name + "\" can not be configured");
+  if (!kAllowed.contains(name)) {
+    return Status::InvalidArgument("http_server_config.headers: HTTP header \"" + name +
+                                   "\" can not be configured");
+  }
   for (char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0')
-      Fail("http_server_config.headers." + name + ": invalid characters");
+    if (c == '\r' || c == '\n' || c == '\0') {
+      return Status::InvalidArgument("http_server_config.headers." + name + ": invalid characters");
+    }
   }
   if (name == "X-Content-Type-Options" && value != "nosniff") {
-    Fail("http_server_config.headers.X-Content-Type-Options: only \"nosniff\" is allowed");
+    return Status::InvalidArgument(
+        "http_server_config.headers.X-Content-Type-Options: only \"nosniff\" is allowed");
   }
   if (name == "X-Frame-Options" && value != "deny" && value != "sameorigin") {
-    Fail("http_server_config.headers.X-Frame-Options: only \"deny\" or \"sameorigin\" are allowed");
+    return Status::InvalidArgument(
+        "http_server_config.headers.X-Frame-Options: only \"deny\" or \"sameorigin\" are allowed");
   }
+  return Status::Ok();
 }
 
 bool LooksLikeBcrypt(const std::string& hash) {
@@ -144,37 +136,43 @@ bool LooksLikeBcrypt(const std::string& hash) {
          (hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$"));
 }
 
-void ParseRoot(const YAML::Node& root, WebConfig& out) {
-  ForEachEntry(root, "web config", [&](const std::string& key, const YAML::Node& value) {
-    if (key == "tls_server_config") {
-      out.tls = ParseTls(value, out.warnings);
-    } else if (key == "http_server_config") {
-      ForEachEntry(value, key, [&](const std::string& sub, const YAML::Node& v) {
-        if (sub == "headers") {
-          ForEachEntry(v, key + ".headers", [&](const std::string& name, const YAML::Node& hv) {
-            std::string header_value = Scalar(hv, key + ".headers." + name);
-            ValidateHeader(name, header_value);
-            out.headers[name] = header_value;
-          });
-        } else if (sub == "http2") {
-          if (Bool(v, key + ".http2"))
-            out.warnings.push_back("http_server_config.http2 is ignored: HTTP/1.1 only");
-        } else {
-          Fail(key + ": unknown key \"" + sub + "\"" + Where(v));
-        }
+Status ParseHttpServerConfig(const YAML::Node& node, WebConfig& out) {
+  const std::string ctx = "http_server_config";
+  return ForEachYamlEntry(node, ctx, [&](const std::string& key, const YAML::Node& value) {
+    if (key == "headers") {
+      return ForEachYamlEntry(value, ctx + ".headers", [&](const std::string& name, const YAML::Node& v) {
+        std::string header_value;
+        Status status = ReadYamlString(v, ctx + ".headers." + name, &header_value);
+        if (status.ok()) status = ValidateHeader(name, header_value);
+        if (status.ok()) out.headers[name] = header_value;
+        return status;
       });
-    } else if (key == "basic_auth_users") {
-      ForEachEntry(value, key, [&](const std::string& user, const YAML::Node& v) {
-        std::string hash = Scalar(v, key + "." + user);
-        if (user.empty()) Fail(key + ": empty user name");
-        if (user.find(':') != std::string::npos) Fail(key + ": user name \"" + user + "\" contains ':'");
-        if (!LooksLikeBcrypt(hash))
-          Fail(key + "." + user + ": not a bcrypt hash ($2y$, $2b$ or $2a$, 60 chars)");
-        out.basic_auth_users[user] = hash;
-      });
-    } else {
-      Fail("web config: unknown key \"" + key + "\"" + Where(value));
     }
+    if (key == "http2") {
+      bool http2 = false;
+      Status status = ReadYamlBool(value, ctx + ".http2", &http2);
+      if (status.ok() && http2) out.warnings.push_back("http_server_config.http2 is ignored: HTTP/1.1 only");
+      return status;
+    }
+    return UnknownYamlKey(ctx, key, value);
+  });
+}
+
+Status ParseBasicAuthUsers(const YAML::Node& node, WebConfig& out) {
+  const std::string ctx = "basic_auth_users";
+  return ForEachYamlEntry(node, ctx, [&](const std::string& user, const YAML::Node& value) {
+    std::string hash;
+    Status status = ReadYamlString(value, ctx + "." + user, &hash);
+    if (!status.ok()) return status;
+    if (user.empty()) return Status::InvalidArgument(ctx + ": empty user name");
+    if (user.find(':') != std::string::npos) {
+      return Status::InvalidArgument(ctx + ": user name \"" + user + "\" contains ':'");
+    }
+    if (!LooksLikeBcrypt(hash)) {
+      return Status::InvalidArgument(ctx + "." + user + ": not a bcrypt hash ($2y$, $2b$ or $2a$, 60 chars)");
+    }
+    out.basic_auth_users[user] = hash;
+    return Status::Ok();
   });
 }
 
@@ -183,23 +181,20 @@ void ParseRoot(const YAML::Node& root, WebConfig& out) {
 Status ParseWebConfig(std::string_view yaml, WebConfig& out) {
   out = WebConfig{};
   if (yaml.size() > kMaxConfigBytes) return Status::InvalidArgument("web config: file larger than 1 MiB");
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    if (root.IsDefined() && !root.IsNull()) ParseRoot(root, out);
-  } catch (const ConfigError& e) {
-    return Status::InvalidArgument(e.message);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(std::string("web config: invalid YAML: ") + e.what());
-  }
-  return Status::Ok();
+  return WalkYamlDocument(yaml, "web config", [&](const YAML::Node& root) {
+    return ForEachYamlEntry(root, "web config", [&](const std::string& key, const YAML::Node& value) {
+      if (key == "tls_server_config") return ParseTls(value, &out.tls, out.warnings);
+      if (key == "http_server_config") return ParseHttpServerConfig(value, out);
+      if (key == "basic_auth_users") return ParseBasicAuthUsers(value, out);
+      return UnknownYamlKey("web config", key, value);
+    });
+  });
 }
 
 Status LoadWebConfigFile(const std::string& path, WebConfig& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("web config: cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  Status status = ParseWebConfig(text.str(), out);
+  std::optional<std::string> text = ReadWholeFile(path);
+  if (!text) return Status::NotFound("web config: cannot read " + path);
+  Status status = ParseWebConfig(*text, out);
   if (!status.ok()) return Status::InvalidArgument(path + ": " + status.message());
   if (out.tls) {
     std::filesystem::path dir = std::filesystem::path(path).parent_path();

@@ -155,6 +155,7 @@ TEST(AgentConfig, EveryListedFlagHasAHandler) {
                                 "--attribution.slurm",
                                 "--attribution.slurm.scontrol=/s",
                                 "--attribution.slurm.interval=1s",
+                                "--attribution.slurm.timeout=1s",
                                 "--events.kmsg-path=/dev/kmsg",
                                 "--events.file=/var/log/*.out",
                                 "--events.journal",
@@ -175,6 +176,7 @@ TEST(AgentConfig, EveryListedFlagHasAHandler) {
                                 "--log.format=json",
                                 "--once",
                                 "--print-metrics-docs",
+                                "--print-config-docs",
                                 "--version",
                                 "--help"}) {
     AgentConfig config = Defaults();

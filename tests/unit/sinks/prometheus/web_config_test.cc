@@ -93,7 +93,7 @@ TEST(PrometheusWebConfig, RejectsBadUsersHeadersAndYaml) {
             std::string::npos);
   EXPECT_NE(ErrorOf("http_server_config:\n  headers:\n    X-Content-Type-Options: sniff\n").find("nosniff"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("tls_server_config: [\n").find("invalid YAML"), std::string::npos);
+  EXPECT_NE(ErrorOf("tls_server_config: [\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(ErrorOf("- a\n- b\n").find("mapping"), std::string::npos);
   EXPECT_NE(ErrorOf("basic_auth_users:\n  a: $2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy\n"
                     "  a: $2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy\n")

@@ -1,0 +1,329 @@
+#include "src/agent/options.h"
+
+namespace gpuscope {
+namespace {
+
+// Allowed values of the options that take one of a few words. Where another module parses the word
+// (ParseEventSeverity, ParseMappingFormatOption), tests/unit/agent/options_test.cc checks that both
+// accept the same words.
+constexpr std::string_view kDcgmCompat[] = {"3", "4.9"};
+constexpr std::string_view kMappingFormats[] = {"auto", "dcgm", "jobstats", "amd"};
+constexpr std::string_view kSeverities[] = {"debug", "info", "warning", "error", "critical"};
+constexpr std::string_view kLokiFormats[] = {"protobuf", "json"};
+constexpr std::string_view kLogLevels[] = {"debug", "info", "warn", "error"};
+constexpr std::string_view kLogFormats[] = {"logfmt", "json"};
+
+constexpr std::string_view HostPort(std::string_view value) {
+  return value.find(':') == std::string_view::npos ? "must be host:port or :port" : "";
+}
+
+constexpr std::string_view AbsolutePath(std::string_view value) {
+  return value.starts_with('/') ? "" : "must start with /";
+}
+
+constexpr std::string_view HttpUrl(std::string_view value) {
+  if (value.empty() || value.starts_with("http://") || value.starts_with("https://")) return "";
+  return "must start with http:// or https://";
+}
+
+// THE TABLE. Adding an option is one entry here (plus its field in AgentConfig, src/agent/config.h):
+// parsing from YAML and flags, --help, validation and the README's configuration section follow from
+// it. Regenerate the README block afterwards (the test agent_config_docs_are_current says how). The
+// static_asserts below reject a duplicate key or flag, or a key that is both a value and a section.
+// Naming: YAML keys are snake_case under their section, flags kebab-case with the same dots, as
+// Prometheus exporters spell them; a section that has an `enabled` key may be written as a bare
+// boolean (`journal: true`).
+constexpr OptionSpec kOptions[] = {
+    {.yaml = "",
+     .flag = "config",
+     .field = &AgentConfig::config_file,
+     .help = "YAML configuration file; flags given as well override its values."},
+
+    {.yaml = "web.listen_address",
+     .flag = "web.listen-address",
+     .field = &AgentConfig::listen_address,
+     .help = "Address of the metrics endpoint, host:port or :port (dcgm-exporter's port by default).",
+     .check = HostPort},
+    {.yaml = "web.telemetry_path",
+     .flag = "web.telemetry-path",
+     .field = &AgentConfig::telemetry_path,
+     .help = "Path of the metrics endpoint.",
+     .check = AbsolutePath},
+    {.yaml = "web.config_file",
+     .flag = "web.config.file",
+     .field = &AgentConfig::web_config_file,
+     .help = "Prometheus exporter-toolkit web config file: tls_server_config, basic_auth_users (bcrypt).",
+     .default_text = "none, plain HTTP"},
+    {.yaml = "web.max_connections",
+     .flag = "web.max-connections",
+     .field = &AgentConfig::max_connections,
+     .help = "Connections served at once; more are answered 503 and closed.",
+     .min = 1},
+
+    {.yaml = "paths.procfs",
+     .flag = "path.procfs",
+     .field = &AgentConfig::procfs,
+     .help = "procfs root (for containers and fixture trees)."},
+    {.yaml = "paths.sysfs",
+     .flag = "path.sysfs",
+     .field = &AgentConfig::sysfs,
+     .help = "sysfs root (for containers and fixture trees)."},
+
+    {.yaml = "nvml.library",
+     .flag = "nvml.library",
+     .field = &AgentConfig::nvml_library,
+     .help = "NVML library to load: the simulator's path in tests and demos."},
+    {.yaml = "nvml.call_deadline",
+     .flag = "nvml.call-deadline",
+     .field = &AgentConfig::nvml_call_deadline,
+     .help = "A GPU whose collection takes longer is reported gpuscope_gpu_up 0; the others keep reporting."},
+
+    {.yaml = "gpu.dcgm_compat",
+     .flag = "gpu.dcgm-compat",
+     .field = &AgentConfig::dcgm_compat,
+     .help = "3: dcgm-exporter 3.x names and units (Hostname label, violation counters in us); 4.9: "
+             "dcgm-exporter 4.9's (hostname label, ns).",
+     .choices = kDcgmCompat},
+    {.yaml = "gpu.hostname",
+     .flag = "gpu.hostname",
+     .field = &AgentConfig::hostname,
+     .help = "Value of the Hostname label.",
+     .default_text = "this host's name"},
+
+    {.yaml = "attribution.hpc_job_mapping_dir",
+     .flag = "hpc-job-mapping-dir",
+     .field = &AgentConfig::hpc_job_mapping_dir,
+     .help = "Directory of the prolog's job mapping files (dcgm-exporter's option; formats: see "
+             "attribution.mapping_format).",
+     .default_text = "none"},
+    {.yaml = "attribution.mapping_format",
+     .flag = "attribution.mapping-format",
+     .field = &AgentConfig::mapping_format,
+     .help = "Format of the mapping directory's files: dcgm-exporter's, Princeton jobstats', AMD exporter's, "
+             "or auto (each file by its name and content).",
+     .choices = kMappingFormats},
+    {.yaml = "attribution.hpc_job_label",
+     .flag = "attribution.hpc-job-label",
+     .field = &AgentConfig::hpc_job_label,
+     .help =
+         "hpc_job on every GPU series; false keeps only the join series gpuscope_job_info (cardinality)."},
+    {.yaml = "attribution.proc",
+     .flag = "attribution.proc",
+     .field = &AgentConfig::attribution_proc,
+     .help = "Attribute GPU processes to jobs through /proc/<pid>/cgroup and environ."},
+    {.yaml = "attribution.device_map_file",
+     .flag = "attribution.device-map-file",
+     .field = &AgentConfig::device_map_file,
+     .help = "Where the agent writes the minor -> NVML index map the prolog reads.",
+     .default_text = "/run/gpuscope/devices with a mapping dir, else none"},
+    {.yaml = "attribution.slurm.enabled",
+     .flag = "attribution.slurm",
+     .field = &AgentConfig::attribution_slurm,
+     .help = "Ask slurmctld (scontrol) for job details the node cannot know."},
+    {.yaml = "attribution.slurm.scontrol",
+     .flag = "attribution.slurm.scontrol",
+     .field = &AgentConfig::scontrol,
+     .help = "The scontrol command."},
+    {.yaml = "attribution.slurm.interval",
+     .flag = "attribution.slurm.interval",
+     .field = &AgentConfig::slurm_interval,
+     .help = "Refresh period of the job details while jobs are allocated (one query per period)."},
+    {.yaml = "attribution.slurm.timeout",
+     .flag = "attribution.slurm.timeout",
+     .field = &AgentConfig::slurm_timeout,
+     .help = "Hard limit for one scontrol run."},
+
+    {.yaml = "slurm.bin_dir",
+     .flag = "slurm.bin-dir",
+     .field = &AgentConfig::slurm_bin_dir,
+     .help = "Where the slurm collector finds squeue, sinfo, sdiag and sshare.",
+     .default_text = "PATH"},
+    {.yaml = "slurm.command_timeout",
+     .flag = "slurm.command-timeout",
+     .field = &AgentConfig::slurm_command_timeout,
+     .help = "Hard limit for each of the slurm collector's commands."},
+    {.yaml = "slurm.include_user",
+     .flag = "slurm.include-user",
+     .field = &AgentConfig::slurm_include_user,
+     .help = "user label on the slurm collector's job counts and fairshare (cardinality)."},
+
+    {.yaml = "events.kmsg_path",
+     .flag = "events.kmsg-path",
+     .field = &AgentConfig::events_kmsg_path,
+     .help = "Read kernel log events from this /dev/kmsg.",
+     .default_text = "off"},
+    {.yaml = "events.files",
+     .flag = "events.file",
+     .field = &AgentConfig::events_files,
+     .help = "Follow the files this glob matches (through rotation) for events.",
+     .default_text = "none"},
+    {.yaml = "events.journal.enabled",
+     .flag = "events.journal",
+     .field = &AgentConfig::events_journal,
+     .help = "Read events from the systemd journal."},
+    {.yaml = "events.journal.directory",
+     .flag = "events.journal.directory",
+     .field = &AgentConfig::events_journal_directory,
+     .help = "Journal directory to read.",
+     .default_text = "the system journal"},
+    {.yaml = "events.journal.matches",
+     .flag = "events.journal.match",
+     .field = &AgentConfig::events_journal_matches,
+     .help = "Only journal entries with FIELD=value (several are OR-ed).",
+     .default_text = "every entry"},
+    {.yaml = "events.state_dir",
+     .flag = "events.state-dir",
+     .field = &AgentConfig::events_state_dir,
+     .help = "Checkpoints of the event sources and the push sinks' queue."},
+    {.yaml = "events.ship_severity",
+     .flag = "events.ship-severity",
+     .field = &AgentConfig::events_ship_severity,
+     .help = "Events below this severity are counted, not shipped.",
+     .choices = kSeverities},
+    {.yaml = "events.max_line_bytes",
+     .flag = "events.max-line-bytes",
+     .field = &AgentConfig::events_max_line_bytes,
+     .help = "Longer lines are cut with a \" [truncated]\" marker and counted.",
+     .min = 256},
+    {.yaml = "events.poll_interval",
+     .flag = "events.poll-interval",
+     .field = &AgentConfig::events_poll_interval,
+     .help = "How often the event sources are read."},
+
+    {.yaml = "sinks.loki.url",
+     .flag = "sink.loki.url",
+     .field = &AgentConfig::loki_url,
+     .help = "Push events to Loki's push API at this URL (e.g. http://loki:3100/loki/api/v1/push).",
+     .default_text = "off",
+     .check = HttpUrl},
+    {.yaml = "sinks.loki.format",
+     .flag = "sink.loki.format",
+     .field = &AgentConfig::loki_format,
+     .help = "Loki push body: protobuf (snappy) or json.",
+     .choices = kLokiFormats},
+    {.yaml = "sinks.loki.tenant",
+     .flag = "sink.loki.tenant",
+     .field = &AgentConfig::loki_tenant,
+     .help = "X-Scope-OrgID for a multi-tenant Loki.",
+     .default_text = "none"},
+    {.yaml = "sinks.otlp.url",
+     .flag = "sink.otlp.url",
+     .field = &AgentConfig::otlp_url,
+     .help = "Push events as OTLP/HTTP logs to this URL (e.g. http://collector:4318/v1/logs).",
+     .default_text = "off",
+     .check = HttpUrl},
+    {.yaml = "sinks.tls_ca_file",
+     .flag = "sink.tls.ca-file",
+     .field = &AgentConfig::sink_tls_ca_file,
+     .help = "PEM file of the CAs the push sinks trust for https.",
+     .default_text = "the system store"},
+    {.yaml = "sinks.queue.directory",
+     .flag = "sink.queue.directory",
+     .field = &AgentConfig::queue_dir,
+     .help = "The push sinks' durable queue.",
+     .default_text = "<events.state_dir>/queue"},
+    {.yaml = "sinks.queue.max_mib",
+     .flag = "sink.queue.max-mib",
+     .field = &AgentConfig::queue_max_mib,
+     .help = "Bound on the queue's disk use in MiB; the oldest records go first.",
+     .min = 1},
+
+    {.yaml = "log.level",
+     .flag = "log.level",
+     .field = &AgentConfig::log_level,
+     .help = "Lowest level logged.",
+     .choices = kLogLevels},
+    {.yaml = "log.format",
+     .flag = "log.format",
+     .field = &AgentConfig::log_format,
+     .help = "Log line format (json for log shippers).",
+     .choices = kLogFormats},
+
+    {.yaml = "",
+     .flag = "once",
+     .field = &AgentConfig::once,
+     .help = "Collect once, print the exposition to stdout and exit."},
+    {.yaml = "",
+     .flag = "print-metrics-docs",
+     .field = &AgentConfig::print_metrics_docs,
+     .help = "Print the metrics reference (docs/metrics.md) and exit."},
+    {.yaml = "",
+     .flag = "print-config-docs",
+     .field = &AgentConfig::print_config_docs,
+     .help = "Print the configuration reference (README.md's Configuration section) and exit."},
+    {.yaml = "",
+     .flag = "version",
+     .field = &AgentConfig::show_version,
+     .help = "Print the version and exit."},
+    {.yaml = "", .flag = "help", .field = &AgentConfig::show_help, .help = "Print this help and exit."},
+};
+
+// --- Checks of the table, at compile time ---------------------------------------------------------------
+
+constexpr bool EveryOptionIsReachable() {
+  for (const OptionSpec& option : kOptions) {
+    if (option.yaml.empty() && option.flag.empty()) return false;
+    if (option.help.empty()) return false;
+  }
+  return true;
+}
+
+constexpr bool NoTwoOptionsShareAKeyAFlagOrAField() {
+  for (size_t i = 0; i < std::size(kOptions); ++i) {
+    for (size_t j = i + 1; j < std::size(kOptions); ++j) {
+      if (!kOptions[i].yaml.empty() && kOptions[i].yaml == kOptions[j].yaml) return false;
+      if (!kOptions[i].flag.empty() && kOptions[i].flag == kOptions[j].flag) return false;
+      if (kOptions[i].field == kOptions[j].field) return false;
+    }
+  }
+  return true;
+}
+
+// "events.journal" cannot be a value and also the section of "events.journal.directory": the value is
+// then "events.journal.enabled". "collectors" belongs to the collector registry.
+constexpr bool NoKeyIsAlsoASection() {
+  for (const OptionSpec& option : kOptions) {
+    if (option.yaml == "collectors" || option.yaml.starts_with("collectors.")) return false;
+    for (const OptionSpec& other : kOptions) {
+      if (option.yaml.empty() || other.yaml.size() <= option.yaml.size()) continue;
+      if (other.yaml.starts_with(option.yaml) && other.yaml[option.yaml.size()] == '.') return false;
+    }
+  }
+  return true;
+}
+
+// "--no-X" negates a switch and "--collector.NAME" belongs to the collector registry.
+constexpr bool NoFlagCollidesWithDerivedFlags() {
+  for (const OptionSpec& option : kOptions) {
+    if (option.flag.starts_with("no-") || option.flag.starts_with("collector.")) return false;
+  }
+  return true;
+}
+
+constexpr bool ValidationFitsTheType() {
+  for (const OptionSpec& option : kOptions) {
+    bool is_string = std::holds_alternative<std::string AgentConfig::*>(option.field);
+    bool is_int = std::holds_alternative<int AgentConfig::*>(option.field);
+    if ((!option.choices.empty() || option.check != nullptr) && !is_string) return false;
+    if (option.min != 0 && !is_int) return false;
+  }
+  return true;
+}
+
+static_assert(EveryOptionIsReachable(), "an option needs a YAML key or a flag, and a help text");
+static_assert(NoTwoOptionsShareAKeyAFlagOrAField(), "two options share a YAML key, a flag or a field");
+static_assert(NoKeyIsAlsoASection(), "a YAML key is also the section of another key (use KEY.enabled)");
+static_assert(NoFlagCollidesWithDerivedFlags(), "flags starting with no- or collector. are reserved");
+static_assert(ValidationFitsTheType(), "choices and check are for strings, min for integers");
+
+}  // namespace
+
+std::span<const OptionSpec> AgentOptions() { return kOptions; }
+
+std::string OptionName(const OptionSpec& option) {
+  if (option.yaml.empty()) return "--" + std::string(option.flag);
+  if (option.flag.empty()) return std::string(option.yaml);
+  return std::string(option.yaml) + " (--" + std::string(option.flag) + ")";
+}
+
+}  // namespace gpuscope
