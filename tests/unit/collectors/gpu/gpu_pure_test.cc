@@ -43,7 +43,7 @@ TEST(GpuCompatTest, UnitConversions) {
 }
 
 TEST(GpuClockReasonsTest, DecodesEachBitOfTheMask) {
-  uint64_t mask = nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonHwThermalSlowdown;
+  uint64_t mask = nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwThermalSlowdown;
   EXPECT_TRUE(ClockEventActive(mask, "sw_power_cap"));
   EXPECT_TRUE(ClockEventActive(mask, "hw_thermal_slowdown"));
   EXPECT_FALSE(ClockEventActive(mask, "gpu_idle"));
