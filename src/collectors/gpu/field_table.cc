@@ -68,9 +68,10 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         v4 ? "Framebuffer memory used (in MiB)." : "Frame buffer memory used (in MB).",
         "nvmlDeviceGetMemoryInfo_v2().used (whole MiB); per MIG instance on the MIG device handle");
   b.Mig(F::kFbUsed);
-  b.Add(F::kFbReserved, "DCGM_FI_DEV_FB_RESERVED", G, "Framebuffer memory reserved (in MiB).",
-        "nvmlDeviceGetMemoryInfo_v2().reserved (whole MiB); exported with --dcgm-compat=4.9 only")
-      .exported = v4;
+  // In dcgm-exporter's current default counters; 3.x shipped it in its DCP list with the 3.x wording.
+  b.Add(F::kFbReserved, "DCGM_FI_DEV_FB_RESERVED", G,
+        v4 ? "Framebuffer memory reserved (in MiB)." : "Frame buffer memory reserved (in MB).",
+        "nvmlDeviceGetMemoryInfo_v2().reserved (whole MiB); per MIG instance on the MIG device handle");
   b.Mig(F::kFbReserved);
   b.Add(F::kNvlinkBandwidthTotal, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", C,
         "Total number of NVLink bandwidth counters for all lanes.",

@@ -367,8 +367,7 @@ void GpuDevice::ReadMemory() {
       Check(GpuProbe::kMemory, nvml_->nvmlDeviceGetMemoryInfo_v2(handle_, &memory))) {
     Emit(GpuFamily::kFbFree, BytesToWholeMiB(memory.free));
     Emit(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used));
-    if (Spec(specs_, GpuFamily::kFbReserved).exported)
-      Emit(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved));
+    Emit(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved));
   }
 }
 
@@ -673,9 +672,7 @@ void GpuDevice::ReadMig() {
         Check(GpuProbe::kMigMemory, nvml.nvmlDeviceGetMemoryInfo_v2(instance.handle, &memory))) {
       EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance.labels);
       EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance.labels);
-      if (Spec(specs_, GpuFamily::kFbReserved).exported) {
-        EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
-      }
+      EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
     }
     if (instance.gpm != nullptr && Enabled(GpuProbe::kMigGpm) &&
         Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {
