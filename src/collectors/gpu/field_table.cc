@@ -225,8 +225,11 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
   b.Add(F::kProcesses, "gpuscope_gpu_processes", G, "Number of processes running on the GPU.",
         "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v3");
   b.Add(F::kMigInstanceInfo, "gpuscope_gpu_mig_instance_info", G,
-        "One series per MIG GPU instance; always 1.",
-        "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetName (read at init)");
+        "One series per MIG GPU instance, with the UUIDs of its MIG devices (comma-separated when several "
+        "compute instances share it), the names CUDA_VISIBLE_DEVICES uses; always 1.",
+        "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetName, "
+        "nvmlDeviceGetUUID (read at init)",
+        {"mig_uuid"});
   b.Mig(F::kMigInstanceInfo);
   b.Add(F::kXidErrorsTotal, "gpuscope_xid_errors_total", C,
         "XID errors the driver reported, by XID and the catalog's recommended action (ignore, restart_app, "
