@@ -14,7 +14,6 @@
 #include <functional>
 #include <iterator>
 #include <map>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -395,23 +394,6 @@ TEST(MappingDirSource, ScanNowResolvesUuidFilesWithTheDirectoryAsItIsThen) {
   gpus.Publish(FixtureGpus());
   manual.ScanNow();
   EXPECT_EQ(JobsOn(table, "1"), "77");
-}
-
-TEST(GpuDirectory, FindsGpusAndMigDevicesByUuidInEitherCaseAndCountsChanges) {
-  GpuDirectory gpus;
-  EXPECT_EQ(gpus.Version(), 0u);
-  EXPECT_EQ(gpus.GpuKeyOfUuid(kGpu1Uuid), std::nullopt);
-  gpus.Publish(FixtureGpus());
-  EXPECT_EQ(gpus.Version(), 1u);
-  gpus.Publish(FixtureGpus());
-  EXPECT_EQ(gpus.Version(), 1u) << "the same content again is no change";
-  EXPECT_EQ(gpus.GpuKeyOfUuid(kGpu1Uuid), "1");
-  EXPECT_EQ(gpus.GpuKeyOfUuid("GPU-8C6A1B2E-3D4F-4A5B-9C6D-7E8F9A0B1C2D"), "1");
-  EXPECT_EQ(gpus.GpuKeyOfUuid(kMigUuid), "2.3");
-  EXPECT_EQ(gpus.GpuKeyOfUuid(kOtherMigUuid), "2.3");
-  EXPECT_EQ(gpus.GpuKeyOfUuid("GPU-11111111-2222-4333-8444-555555555555"), "2");
-  EXPECT_EQ(gpus.GpuKeyOfUuid("GPU-00000000-0000-4000-8000-000000000000"), std::nullopt);
-  EXPECT_EQ(gpus.GpuKeyOfUuid(""), std::nullopt);
 }
 
 }  // namespace
