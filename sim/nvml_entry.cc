@@ -191,11 +191,11 @@ ActivityIntegrals Scaled(ActivityIntegrals a, double f) {
 nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sample) {
   {
     gpuscope::MutexLock lock(&g_mu);
-    if (g_samples.count(sample.handle) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (g_samples.count(sample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
   }
   if (!c.config().model->gpm) return NVML_ERROR_NOT_SUPPORTED;
   const GpuState st = c.State();
-  nvmlGpmSample_st& s = *sample.handle;
+  nvmlGpmSample_st& s = *sample;
   s.taken = true;
   s.gpu = c.gpu;
   s.mig = mig;
@@ -756,7 +756,7 @@ SIM_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
   auto sim = Current();
   if (!sim) return NVML_ERROR_UNINITIALIZED;
   if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  set->handle = reinterpret_cast<nvmlEventSet_st*>(sim->CreateEventSet());
+  *set = reinterpret_cast<nvmlEventSet_t>(sim->CreateEventSet());
   return NVML_SUCCESS;
 }
 
@@ -772,7 +772,7 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
 SIM_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,
                                                  nvmlEventSet_t set) {
   return OnDevice(device, Scope::kGpuOnly, [&](Call& c) {
-    auto* state = reinterpret_cast<Simulator::EventSetState*>(set.handle);
+    auto* state = reinterpret_cast<Simulator::EventSetState*>(set);
     if (!c.sim->IsEventSet(state)) return NVML_ERROR_INVALID_ARGUMENT;
     c.sim->RegisterEvents(state, c.gpu, event_types);
     return NVML_SUCCESS;
@@ -783,7 +783,7 @@ SIM_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t*
                                             unsigned int timeout_ms) {
   auto sim = Current();
   if (!sim) return NVML_ERROR_UNINITIALIZED;
-  auto* state = reinterpret_cast<Simulator::EventSetState*>(set.handle);
+  auto* state = reinterpret_cast<Simulator::EventSetState*>(set);
   if (data == nullptr || !sim->IsEventSet(state)) return NVML_ERROR_INVALID_ARGUMENT;
   sim->PumpKernelLog(sim->Now());
   gpuscope::sim::SimEvent event;
@@ -807,7 +807,7 @@ SIM_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t*
 SIM_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   auto sim = Current();
   if (!sim) return NVML_ERROR_UNINITIALIZED;
-  auto* state = reinterpret_cast<Simulator::EventSetState*>(set.handle);
+  auto* state = reinterpret_cast<Simulator::EventSetState*>(set);
   if (!sim->IsEventSet(state)) return NVML_ERROR_INVALID_ARGUMENT;
   sim->FreeEventSet(state);
   return NVML_SUCCESS;
@@ -828,14 +828,14 @@ SIM_EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
   auto* s = new nvmlGpmSample_st();
   gpuscope::MutexLock lock(&g_mu);
   g_samples.insert(s);
-  sample->handle = s;
+  *sample = s;
   return NVML_SUCCESS;
 }
 
 SIM_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
   gpuscope::MutexLock lock(&g_mu);
-  if (g_samples.erase(sample.handle) == 0) return NVML_ERROR_INVALID_ARGUMENT;
-  delete sample.handle;
+  if (g_samples.erase(sample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  delete sample;
   return NVML_SUCCESS;
 }
 
@@ -866,12 +866,11 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
   nvmlGpmSample_st s2;
   {
     gpuscope::MutexLock lock(&g_mu);
-    if (g_samples.count(metrics_get->sample1.handle) == 0 ||
-        g_samples.count(metrics_get->sample2.handle) == 0) {
+    if (g_samples.count(metrics_get->sample1) == 0 || g_samples.count(metrics_get->sample2) == 0) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
-    s1 = *metrics_get->sample1.handle;
-    s2 = *metrics_get->sample2.handle;
+    s1 = *metrics_get->sample1;
+    s2 = *metrics_get->sample2;
   }
   if (!s1.taken || !s2.taken || s1.gpu != s2.gpu || s1.mig != s2.mig) return NVML_ERROR_INVALID_ARGUMENT;
   // Over the interval between the samples; for two samples at the same instant (frozen time), the

@@ -190,12 +190,12 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
     power = m.idle_power_w + (power - m.idle_power_w) * 0.85;
   }
   if (reported_temp >= m.hw_slowdown_temp_c) {
-    reasons |= nvmlClocksEventReasonHwThermalSlowdown | nvmlClocksEventReasonHwSlowdown;
+    reasons |= nvmlClocksThrottleReasonHwThermalSlowdown | nvmlClocksThrottleReasonHwSlowdown;
     clock *= 0.7;
     power = m.idle_power_w + (power - m.idle_power_w) * 0.7;
   }
   if (fx.power_brake) {
-    reasons |= nvmlClocksEventReasonHwPowerBrakeSlowdown | nvmlClocksEventReasonHwSlowdown;
+    reasons |= nvmlClocksThrottleReasonHwPowerBrakeSlowdown | nvmlClocksThrottleReasonHwSlowdown;
     clock *= 0.5;
     power = m.idle_power_w + (power - m.idle_power_w) * 0.5;
   }
@@ -222,10 +222,10 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
     if (on) st.violation_ns[policy] += tick_ns;
   };
   violate(NVML_PERF_POLICY_POWER,
-          reasons & (nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonHwPowerBrakeSlowdown));
+          reasons & (nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwPowerBrakeSlowdown));
   violate(NVML_PERF_POLICY_THERMAL,
-          reasons & (nvmlClocksEventReasonSwThermalSlowdown | nvmlClocksEventReasonHwThermalSlowdown));
-  violate(NVML_PERF_POLICY_BOARD_LIMIT, reasons & nvmlClocksEventReasonHwSlowdown);
+          reasons & (nvmlClocksEventReasonSwThermalSlowdown | nvmlClocksThrottleReasonHwThermalSlowdown));
+  violate(NVML_PERF_POLICY_BOARD_LIMIT, reasons & nvmlClocksThrottleReasonHwSlowdown);
   violate(NVML_PERF_POLICY_LOW_UTILIZATION, idle);
   violate(NVML_PERF_POLICY_TOTAL_APP_CLOCKS, reasons & ~nvmlClocksEventReasonGpuIdle);
   violate(NVML_PERF_POLICY_TOTAL_BASE_CLOCKS, !idle && st.sm_mhz < m.sm_base_mhz);

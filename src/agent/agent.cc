@@ -59,10 +59,12 @@ int RunAgent(const AgentConfig& config) {
 
   // Attribution: the JobTable and its long-running sources, started before the first GPU cycle.
   JobTable jobs;
+  GpuDirectory gpus;  // published by the GPU cycle; read by the mapping source and the event path
   std::unique_ptr<MappingDirSource> mapping;
   if (!config.hpc_job_mapping_dir.empty()) {
     MappingDirOptions options;
     ParseMappingFormatOption(config.mapping_format, &options.format);
+    options.gpus = &gpus;
     mapping = std::make_unique<MappingDirSource>(config.hpc_job_mapping_dir, &jobs, options);
     Status status = Status::Ok();
     if (config.once) {
@@ -86,7 +88,6 @@ int RunAgent(const AgentConfig& config) {
   }
 
   GpuProcessTable gpu_processes;
-  GpuDirectory gpus;
   auto xid_ledger = std::make_shared<XidLedger>();
   SnapshotStore store;
   Scheduler scheduler(&store);
@@ -123,6 +124,8 @@ int RunAgent(const AgentConfig& config) {
     // Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
     // profiling metrics) are present too.
     scheduler.RunOnce();
+    // Files named by a GPU or MIG UUID resolve through the GPU directory the first cycle published.
+    if (mapping) mapping->ScanNow();
     std::this_thread::sleep_for(
         std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval, std::chrono::seconds(1)));
     scheduler.RunOnce();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,7 @@ namespace {
 constexpr std::string_view kGpuUp = "gpuscope_gpu_up";
 constexpr std::string_view kProcessMemory = "gpuscope_gpu_process_memory_bytes";
 constexpr std::string_view kProcesses = "gpuscope_gpu_processes";
+constexpr std::string_view kMigInstanceInfo = "gpuscope_gpu_mig_instance_info";
 
 std::string_view LabelValue(const Labels& labels, std::string_view name) {
   for (const auto& [key, value] : labels) {
@@ -269,6 +271,23 @@ void AttributedCollector::PublishGpuDirectory(const std::vector<MetricFamily>& f
       std::optional<std::string> bus = CanonicalPciBusId(LabelValue(s.labels, "pci_bus_id"));
       if (uuid.empty() || !bus) continue;  // not opened yet
       by_bus[*bus] = GpuIdentityRef{std::string(LabelValue(s.labels, "gpu")), std::string(uuid)};
+    }
+  }
+  // The MIG devices of each GPU instance ("mig_uuid" is comma-separated when several share it).
+  for (const MetricFamily& family : families) {
+    if (family.name != kMigInstanceInfo) continue;
+    for (const Sample& s : family.samples) {
+      std::optional<std::string> bus = CanonicalPciBusId(LabelValue(s.labels, "pci_bus_id"));
+      auto gpu = bus ? by_bus.find(*bus) : by_bus.end();
+      if (gpu == by_bus.end()) continue;
+      std::string_view uuids = LabelValue(s.labels, "mig_uuid");
+      while (!uuids.empty()) {
+        std::string_view uuid = uuids.substr(0, uuids.find(','));
+        uuids.remove_prefix(std::min(uuids.size(), uuid.size() + 1));
+        MigDeviceRef device{std::string(LabelValue(s.labels, "GPU_I_ID")), std::string(uuid)};
+        auto& mig = gpu->second.mig;  // a series shared by several jobs comes once per job
+        if (!uuid.empty() && std::find(mig.begin(), mig.end(), device) == mig.end()) mig.push_back(device);
+      }
     }
   }
   options_.gpus->Publish(std::move(by_bus));

@@ -164,9 +164,11 @@ void MappingDirSource::PublishEmptyIfPresent() {
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     dir_present_ = false;
+    unresolved_ = 0;
     for (auto& [format, count] : files_by_format_) count = 0;
   }
   files_.clear();
+  uuid_files_ = 0;
   AttributionUpdate empty;
   if (published_once_ && SameUpdate(empty, last_published_)) return;
   table_->Update(AttributionSource::kMapping, empty);
@@ -196,9 +198,10 @@ int MappingDirSource::ScanNow() {
     // Dot files: ".", "..", the prolog's temporary files and its lock file. Not mapping files, not errors.
     if (name.empty() || name.front() == '.') continue;
     std::string_view record_job = GpuscopeRecordJobId(name);
-    bool gpu_file = IsValidGpuKey(name);
+    bool by_uuid = ParseGpuUuidName(name).kind != GpuUuidName::Kind::kNone;
+    bool gpu_file = IsValidGpuKey(name) || by_uuid;
     if (record_job.empty() && !gpu_file) {
-      Ignore(name, "invalid_name", "neither a GPU key nor gpuscope-job.<jobid>", &next);
+      Ignore(name, "invalid_name", "neither a GPU key, a GPU or MIG UUID nor gpuscope-job.<jobid>", &next);
       continue;
     }
     struct stat st {};
@@ -300,6 +303,7 @@ int MappingDirSource::ScanNow() {
     FileState& state = next[name];
     state.last = std::move(update);
     state.format = std::string(MappingFormatName(format));
+    if (by_uuid) state.uuid = name;
   }
   closedir(dir);
 
@@ -314,9 +318,22 @@ int MappingDirSource::ScanNow() {
     if (state.reason.empty() && state.format != "gpuscope" && !state.format.empty())
       ordered.push_back(&state);
   std::map<std::string, JobInfo> jobs;
+  uint64_t gpus_version = options_.gpus != nullptr ? options_.gpus->Version() : 0;  // before resolving
+  size_t uuid_files = 0;
+  uint64_t unresolved = 0;
   for (const FileState* state : ordered) {
     ++counts[state->format];
-    for (const Allocation& allocation : state->last.allocations) {
+    std::optional<std::string> uuid_key;  // the JobTable key of a file named by a UUID
+    if (!state->uuid.empty()) {
+      ++uuid_files;
+      if (options_.gpus != nullptr) uuid_key = options_.gpus->GpuKeyOfUuid(state->uuid);
+      if (!uuid_key) {
+        ++unresolved;  // kept in files_; applied once the GPU shows in the directory
+        continue;
+      }
+    }
+    for (Allocation allocation : state->last.allocations) {
+      if (uuid_key) allocation.gpu = *uuid_key;
       auto same_key = [&](const Allocation& a) {
         return a.gpu == allocation.gpu && a.job_id == allocation.job_id;
       };
@@ -338,10 +355,13 @@ int MappingDirSource::ScanNow() {
   for (auto& [id, job] : jobs) merged.jobs.push_back(std::move(job));
 
   files_ = std::move(next);
+  uuid_files_ = uuid_files;
+  gpus_version_seen_ = gpus_version;
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     dir_present_ = true;
     files_by_format_ = counts;
+    unresolved_ = unresolved;
     ++scans_total_;
   }
   if (!published_once_ || !SameUpdate(merged, last_published_)) {
@@ -379,6 +399,9 @@ void MappingDirSource::Run() {
         next_arm = now + options_.dir_poll;
       }
     }
+    // Files named by a UUID are resolved through the GPU directory: re-scan when it changed.
+    bool watch_gpus = wd >= 0 && uuid_files_ > 0 && options_.gpus != nullptr;
+    if (watch_gpus && scan_due == kNever && options_.gpus->Version() != gpus_version_seen_) scan_due = now;
     if (scan_due != kNever && now >= scan_due) {
       scan_due = kNever;
       if (ScanNow() > 0) scan_due = Clock::now() + options_.settle;
@@ -388,6 +411,7 @@ void MappingDirSource::Run() {
     Clock::time_point wake = Clock::now() + std::chrono::hours(1);
     if (scan_due != kNever) wake = std::min(wake, scan_due);
     if (wd < 0) wake = std::min(wake, next_arm);
+    if (watch_gpus) wake = std::min(wake, Clock::now() + options_.dir_poll);
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
     pollfd fds[2] = {{wake_pipe_[0], POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
     int ready = poll(fds, 2, static_cast<int>(std::clamp<int64_t>(wait + 1, 0, 3600 * 1000)));
@@ -449,6 +473,15 @@ std::vector<MetricFamily> MappingDirSource::SelfMetrics() const {
   for (const auto& [reason, count] : ignored_total_)
     ignored.samples.push_back({{{"reason", reason}}, static_cast<double>(count)});
   families.push_back(std::move(ignored));
+
+  MetricFamily unresolved;
+  unresolved.name = "gpuscope_attribution_mapping_files_unresolved";
+  unresolved.help =
+      "Mapping files named by a GPU or MIG UUID that no GPU of this node shows (yet); kept and applied "
+      "once the GPU appears.";
+  unresolved.type = MetricType::kGauge;
+  unresolved.samples.push_back({{}, static_cast<double>(unresolved_)});
+  families.push_back(std::move(unresolved));
 
   MetricFamily present;
   present.name = "gpuscope_attribution_mapping_dir_present";

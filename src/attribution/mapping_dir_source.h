@@ -12,6 +12,13 @@
 // directory is re-read once it has settled. When the directory is missing or disappears, the source
 // publishes an empty update, polls for it every `dir_poll` and re-arms the watch when it comes back.
 //
+// Files named by an NVML UUID (Princeton jobstats' "GPU-<uuid>" next to the index file, and
+// "MIG-<uuid>" on MIG) are turned into JobTable keys ("3", "3.1") through the GpuDirectory. A UUID that
+// no GPU of this node shows yet (the mapping source starts before the first GPU cycle; a GPU that has
+// not been opened) is kept, counted in gpuscope_attribution_mapping_files_unresolved, and applied as
+// soon as the GpuDirectory changes to show it: while such files exist the thread looks at the
+// directory's version every `dir_poll` and re-scans when it changed.
+//
 // Thread-safety: Start() and Stop() from one owning thread; SelfMetrics() from any thread.
 #pragma once
 
@@ -26,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/attribution/gpu_directory.h"
 #include "src/attribution/job_table.h"
 #include "src/core/metric.h"
 #include "src/core/status.h"
@@ -39,6 +47,8 @@ struct MappingDirOptions {
   std::chrono::milliseconds debounce{100};   // delay between the first event and the re-scan
   std::chrono::milliseconds dir_poll{1000};  // how often a missing directory is looked for
   std::chrono::milliseconds settle{2000};    // age after which an unterminated file is taken as complete
+  // Resolves files named by a GPU or MIG UUID; must outlive the source. Null: such files stay unresolved.
+  const GpuDirectory* gpus = nullptr;
 };
 
 // Parses "auto", "dcgm", "jobstats", "amd"; returns false (and leaves *format alone) otherwise.
@@ -60,7 +70,8 @@ class MappingDirSource {
   void Stop();
 
   // gpuscope_attribution_mapping_files{format}, gpuscope_attribution_mapping_files_ignored_total{reason},
-  // gpuscope_attribution_mapping_dir_present, gpuscope_attribution_mapping_scans_total.
+  // gpuscope_attribution_mapping_files_unresolved, gpuscope_attribution_mapping_dir_present,
+  // gpuscope_attribution_mapping_scans_total.
   std::vector<MetricFamily> SelfMetrics() const;
 
   // Reads the directory once, synchronously, and publishes the result (what the thread does after each
@@ -74,6 +85,7 @@ class MappingDirSource {
     std::string reason;      // last ignore reason logged for this file ("" = accepted)
     AttributionUpdate last;  // last accepted content, kept while a rewrite settles
     std::string format;      // format of `last`
+    std::string uuid;        // the file's name when it is a GPU or MIG UUID (`last` is keyed by it)
   };
 
   void Run();
@@ -94,12 +106,15 @@ class MappingDirSource {
   std::map<std::string, FileState> files_;
   bool published_once_ = false;
   AttributionUpdate last_published_;
+  size_t uuid_files_ = 0;           // files named by a UUID in the last scan
+  uint64_t gpus_version_seen_ = 0;  // options_.gpus->Version() the last scan resolved them with
 
   mutable std::mutex metrics_mu_;
   std::map<std::string, uint64_t> ignored_total_;    // by reason; guarded by metrics_mu_
   std::map<std::string, uint64_t> files_by_format_;  // guarded by metrics_mu_
   bool dir_present_ = false;                         // guarded by metrics_mu_
   uint64_t scans_total_ = 0;                         // guarded by metrics_mu_
+  uint64_t unresolved_ = 0;                          // guarded by metrics_mu_
 };
 
 }  // namespace gpuscope

@@ -259,6 +259,32 @@ bool IsValidGpuKey(std::string_view key) {
   return IsDigits(key.substr(0, dot), 1, 4) && IsDigits(key.substr(dot + 1), 1, 4);
 }
 
+GpuUuidName ParseGpuUuidName(std::string_view name) {
+  // NVML's UUID strings: a "GPU-" or "MIG-" prefix, then a UUID in its canonical 36-character form
+  // (nvmlDeviceGetUUID; nvidia-smi -L and CUDA_VISIBLE_DEVICES show the same). The legacy MIG form
+  // "MIG-GPU-<uuid>/<gi>/<ci>" of drivers before R470 cannot be a file name (it has slashes).
+  constexpr size_t kPrefix = 4;
+  constexpr size_t kUuid = 36;
+  GpuUuidName out;
+  if (name.size() != kPrefix + kUuid) return out;
+  GpuUuidName::Kind kind = GpuUuidName::Kind::kNone;
+  if (name.starts_with("GPU-"))
+    kind = GpuUuidName::Kind::kGpu;
+  else if (name.starts_with("MIG-"))
+    kind = GpuUuidName::Kind::kMig;
+  else
+    return out;
+  for (size_t i = 0; i < kUuid; ++i) {
+    char c = name[kPrefix + i];
+    bool dash_position = i == 8 || i == 13 || i == 18 || i == 23;
+    bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (dash_position ? c != '-' : !hex) return out;
+  }
+  out.kind = kind;
+  out.uuid = name;
+  return out;
+}
+
 bool IsValidJobId(std::string_view job_id) {
   size_t underscore = job_id.find('_');
   if (underscore == std::string_view::npos) return IsDigits(job_id, 1, 20);

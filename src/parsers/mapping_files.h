@@ -1,7 +1,9 @@
 // Parsers for the job mapping files a Slurm prolog leaves in a directory for GPU exporters to read:
 //   - dcgm-exporter (--hpc-job-mapping-dir): a file named by the GPU key ("3", or "3.1" for a MIG
 //     instance), one job id per line; several lines = several jobs sharing the GPU.
-//   - Princeton jobstats (/run/gpustat): a file named by the GPU key holding "<jobid> <uid>".
+//   - Princeton jobstats (/run/gpustat): a file named by the GPU key holding "<jobid> <uid>"; its prolog
+//     also writes the same content under the GPU's UUID ("GPU-<uuid>") and, on MIG, only under the MIG
+//     device's UUID ("MIG-<uuid>", from CUDA_VISIBLE_DEVICES).
 //   - AMD Device Metrics Exporter (/var/run/exporter): a file named by the GPU id holding one flat JSON
 //     object of the prolog's environment ("SLURM_JOB_ID", "SLURM_JOB_USER", "SLURM_JOB_PARTITION", ...).
 //   - gpuscope's own record: "gpuscope-job.<jobid>", key=value lines (see ParseGpuscopeRecord).
@@ -42,6 +44,15 @@ std::string_view MappingErrorReason(MappingError error);
 // ^[0-9]{1,4}(\.[0-9]{1,4})?$: an NVML index, or "<index>.<GPU instance id>" for a MIG instance. The same
 // names dcgm-exporter accepts (^\d+(\.\d+)?$), bounded in length.
 bool IsValidGpuKey(std::string_view key);
+// A file named by an NVML UUID: "GPU-" or "MIG-" followed by the 8-4-4-4-12 hexadecimal form NVML
+// prints ("GPU-5f3e6c8a-1b2c-4d5e-8f90-0123456789ab"). The name is kept as is: NVML's own spelling.
+struct GpuUuidName {
+  enum class Kind { kNone, kGpu, kMig };
+  Kind kind = Kind::kNone;  // kNone: not a UUID name
+  std::string_view uuid;    // the whole name, prefix included, when kind != kNone
+};
+GpuUuidName ParseGpuUuidName(std::string_view name);
+
 // ^[0-9]{1,20}(_[0-9]{1,10})?$: a Slurm job id, or "<array job id>_<task id>" as some prologs write it.
 // Anything else (spaces, signs, "..", letters, step suffixes like "12.0") is rejected.
 bool IsValidJobId(std::string_view job_id);

@@ -7,11 +7,11 @@ constexpr ClockEventReason kReasons[] = {
     {nvmlClocksEventReasonGpuIdle, "gpu_idle"},
     {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
     {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
-    {nvmlClocksEventReasonHwSlowdown, "hw_slowdown"},
+    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
     {nvmlClocksEventReasonSyncBoost, "sync_boost"},
     {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-    {nvmlClocksEventReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-    {nvmlClocksEventReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
     {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
 };
 

@@ -30,6 +30,4 @@ double ViolationValue(DcgmCompat compat, uint64_t violation_ns) {
 
 std::string_view ViolationUnit(DcgmCompat compat) { return compat == DcgmCompat::kDcgm3 ? "us" : "ns"; }
 
-bool ExportsFbReserved(DcgmCompat compat) { return compat == DcgmCompat::kDcgm49; }
-
 }  // namespace gpuscope

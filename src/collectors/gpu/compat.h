@@ -12,7 +12,7 @@ namespace gpuscope {
 
 enum class DcgmCompat {
   kDcgm3,   // dcgm-exporter 3.x: label "Hostname", *_VIOLATION in microseconds
-  kDcgm49,  // dcgm-exporter 4.9: label "hostname", *_VIOLATION in nanoseconds, DCGM_FI_DEV_FB_RESERVED
+  kDcgm49,  // dcgm-exporter 4.9: label "hostname", *_VIOLATION in nanoseconds
 };
 
 // Parses "3" / "dcgm3" / "4.9" / "dcgm4.9". Returns true and sets `*out` on success; false otherwise.
@@ -27,9 +27,6 @@ std::string_view HostnameLabelName(DcgmCompat compat);
 double ViolationValue(DcgmCompat compat, uint64_t violation_ns);
 // Unit word used in the *_VIOLATION help text: "us" or "ns".
 std::string_view ViolationUnit(DcgmCompat compat);
-
-// Whether DCGM_FI_DEV_FB_RESERVED is exported (4.9 only, as dcgm-exporter 4.x's default counters).
-bool ExportsFbReserved(DcgmCompat compat);
 
 // Unit conversions, named after what they do.
 constexpr double MilliwattsToWatts(uint64_t mw) { return static_cast<double>(mw) / 1000.0; }

@@ -68,9 +68,10 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         v4 ? "Framebuffer memory used (in MiB)." : "Frame buffer memory used (in MB).",
         "nvmlDeviceGetMemoryInfo_v2().used (whole MiB); per MIG instance on the MIG device handle");
   b.Mig(F::kFbUsed);
-  b.Add(F::kFbReserved, "DCGM_FI_DEV_FB_RESERVED", G, "Framebuffer memory reserved (in MiB).",
-        "nvmlDeviceGetMemoryInfo_v2().reserved (whole MiB); exported with --dcgm-compat=4.9 only")
-      .exported = v4;
+  // In dcgm-exporter's current default counters; 3.x shipped it in its DCP list with the 3.x wording.
+  b.Add(F::kFbReserved, "DCGM_FI_DEV_FB_RESERVED", G,
+        v4 ? "Framebuffer memory reserved (in MiB)." : "Frame buffer memory reserved (in MB).",
+        "nvmlDeviceGetMemoryInfo_v2().reserved (whole MiB); per MIG instance on the MIG device handle");
   b.Mig(F::kFbReserved);
   b.Add(F::kNvlinkBandwidthTotal, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", C,
         "Total number of NVLink bandwidth counters for all lanes.",
@@ -224,8 +225,11 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
   b.Add(F::kProcesses, "gpuscope_gpu_processes", G, "Number of processes running on the GPU.",
         "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v3");
   b.Add(F::kMigInstanceInfo, "gpuscope_gpu_mig_instance_info", G,
-        "One series per MIG GPU instance; always 1.",
-        "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetName (read at init)");
+        "One series per MIG GPU instance, with the UUIDs of its MIG devices (comma-separated when several "
+        "compute instances share it), the names CUDA_VISIBLE_DEVICES uses; always 1.",
+        "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetName, "
+        "nvmlDeviceGetUUID (read at init)",
+        {"mig_uuid"});
   b.Mig(F::kMigInstanceInfo);
   b.Add(F::kXidErrorsTotal, "gpuscope_xid_errors_total", C,
         "XID errors the driver reported, by XID and the catalog's recommended action (ignore, restart_app, "

@@ -30,7 +30,7 @@ enum class GpuFamily : uint16_t {
   kXidErrors,
   kFbFree,
   kFbUsed,
-  kFbReserved,  // 4.9 only
+  kFbReserved,
   kNvlinkBandwidthTotal,
   kUncorrectableRemappedRows,
   kCorrectableRemappedRows,
@@ -96,7 +96,6 @@ struct GpuFamilySpec {
   MetricDescription description;  // labels: the family's labels beyond the common GPU labels
   // The family carries GPU_I_PROFILE and GPU_I_ID (set on MIG instance series, empty on whole-GPU ones).
   bool mig_labels = false;
-  bool exported = true;  // false when the compat mode leaves the family out (FB_RESERVED in 3.x)
 };
 
 // The table for `compat`, indexed by GpuFamily.

@@ -244,7 +244,7 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
   }
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
-    if (!families[f].samples.empty() && specs_[f].exported) out.push_back(std::move(families[f]));
+    if (!families[f].samples.empty()) out.push_back(std::move(families[f]));
   }
   if (reporting == 0) return Status::Unavailable("no GPU answered this cycle");
   return Status::Ok();
@@ -252,9 +252,7 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
 
 std::vector<MetricDescription> GpuCollector::Describe() const {
   std::vector<MetricDescription> out;
-  for (const GpuFamilySpec& spec : specs_) {
-    if (spec.exported) out.push_back(spec.description);
-  }
+  for (const GpuFamilySpec& spec : specs_) out.push_back(spec.description);
   return out;
 }
 

@@ -214,11 +214,21 @@ void GpuDevice::DiscoverMig() {
     if (nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle_, i, &mig_handle) != NVML_SUCCESS) continue;
     unsigned int gi = 0;
     if (nvml.nvmlDeviceGetGpuInstanceId(mig_handle, &gi) != NVML_SUCCESS) continue;
+    // Each MIG device (compute instance) has its own UUID, the name CUDA_VISIBLE_DEVICES and jobstats'
+    // mapping files use.
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    std::string mig_uuid;
+    if (nvml.nvmlDeviceGetUUID(mig_handle, uuid, sizeof(uuid)) == NVML_SUCCESS)
+      mig_uuid = FromBuffer(uuid, sizeof(uuid));
     // Several compute instances share a GPU instance; series are per GPU instance, as dcgm-exporter's.
-    bool seen = std::any_of(mig_instances_.begin(), mig_instances_.end(),
-                            [gi](const MigInstance& m) { return m.mig.gpu_instance_id == gi; });
-    if (seen) continue;
+    auto seen = std::find_if(mig_instances_.begin(), mig_instances_.end(),
+                             [gi](const MigInstance& m) { return m.mig.gpu_instance_id == gi; });
+    if (seen != mig_instances_.end()) {
+      if (!mig_uuid.empty()) seen->uuids.push_back(std::move(mig_uuid));
+      continue;
+    }
     MigInstance instance;
+    if (!mig_uuid.empty()) instance.uuids.push_back(std::move(mig_uuid));
     instance.handle = mig_handle;
     instance.mig.gpu_instance_id = gi;
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
@@ -230,6 +240,12 @@ void GpuDevice::DiscoverMig() {
       instance.gpm = std::make_unique<GpmSampler>(nvml_, handle_, gi);
     }
     mig_instances_.push_back(std::move(instance));
+  }
+  for (MigInstance& instance : mig_instances_) {
+    std::string uuids;
+    for (const std::string& uuid : instance.uuids) uuids += (uuids.empty() ? "" : ",") + uuid;
+    instance.info_labels = instance.labels;
+    instance.info_labels.emplace_back("mig_uuid", std::move(uuids));
   }
 }
 
@@ -367,8 +383,7 @@ void GpuDevice::ReadMemory() {
       Check(GpuProbe::kMemory, nvml_->nvmlDeviceGetMemoryInfo_v2(handle_, &memory))) {
     Emit(GpuFamily::kFbFree, BytesToWholeMiB(memory.free));
     Emit(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used));
-    if (Spec(specs_, GpuFamily::kFbReserved).exported)
-      Emit(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved));
+    Emit(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved));
   }
 }
 
@@ -666,16 +681,14 @@ void GpuDevice::ReadMig() {
   const NvmlLibrary& nvml = *nvml_;
   for (MigInstance& instance : mig_instances_) {
     if (lost_) return;
-    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance.labels);
+    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance.info_labels);
     nvmlMemory_v2_t memory{};
     memory.version = nvmlMemory_v2;
     if (Enabled(GpuProbe::kMigMemory) &&
         Check(GpuProbe::kMigMemory, nvml.nvmlDeviceGetMemoryInfo_v2(instance.handle, &memory))) {
       EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance.labels);
       EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance.labels);
-      if (Spec(specs_, GpuFamily::kFbReserved).exported) {
-        EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
-      }
+      EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
     }
     if (instance.gpm != nullptr && Enabled(GpuProbe::kMigGpm) &&
         Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {

@@ -111,6 +111,8 @@ class GpuDevice {
     nvmlDevice_t handle = nullptr;
     MigInstanceLabels mig;
     Labels labels;
+    std::vector<std::string> uuids;  // of the instance's MIG devices (one per compute instance)
+    Labels info_labels;              // labels + mig_uuid, for gpuscope_gpu_mig_instance_info
     std::unique_ptr<GpmSampler> gpm;
   };
   struct Link {

@@ -269,6 +269,98 @@ MetricFamily Empty(Family family) {
   return MetricFamily{d.name, d.help, d.type, d.unit, {}};
 }
 
+// The NUMA and PCIe link series of one GPU.
+void AddTopology(const Gpu& gpu, std::vector<MetricFamily>& families) {
+  std::string local = gpu.local_cpus ? FormatCpuList(*gpu.local_cpus) : "";
+  families[kNumaInfo].samples.push_back(
+      {{{"pci_bus_id", gpu.pci_bus_id}, {"numa_node", gpu.numa_node}, {"local_cpus", local}}, 1});
+  bool width_degraded = false;
+  bool speed_degraded = false;
+  bool any_width = false;
+  bool any_speed = false;
+  for (size_t hop = 0; hop < gpu.links.size(); ++hop) {
+    const Link& link = gpu.links[hop];
+    Labels labels = {
+        {"pci_bus_id", gpu.pci_bus_id}, {"hop", std::to_string(hop)}, {"pci_device", link.device}};
+    std::optional<int> generation = link.speed ? PcieGenerationOfSpeed(*link.speed) : std::nullopt;
+    std::optional<int> max_generation =
+        link.max_speed ? PcieGenerationOfSpeed(*link.max_speed) : std::nullopt;
+    if (generation) families[kLinkGeneration].samples.push_back({labels, static_cast<double>(*generation)});
+    if (max_generation) {
+      families[kLinkMaxGeneration].samples.push_back({labels, static_cast<double>(*max_generation)});
+    }
+    if (link.width) families[kLinkWidth].samples.push_back({labels, static_cast<double>(*link.width)});
+    if (link.max_width)
+      families[kLinkMaxWidth].samples.push_back({labels, static_cast<double>(*link.max_width)});
+    // Compared as rates, so a speed the generation table does not know yet still counts.
+    if (link.speed && link.max_speed) {
+      any_speed = true;
+      speed_degraded |= *link.speed + 0.01 < *link.max_speed;
+    }
+    if (link.width && link.max_width) {
+      any_width = true;
+      width_degraded |= *link.width < *link.max_width;
+    }
+  }
+  if (any_width)
+    families[kLinkDegraded].samples.push_back({{{"pci_bus_id", gpu.pci_bus_id}}, width_degraded ? 1.0 : 0.0});
+  if (any_speed) {
+    families[kLinkSpeedDegraded].samples.push_back(
+        {{{"pci_bus_id", gpu.pci_bus_id}}, speed_degraded ? 1.0 : 0.0});
+  }
+}
+
+// Whether each of the GPU cycle's processes runs on its GPU's NUMA node, and the count per GPU.
+void AddPlacement(const std::vector<Gpu>& gpus, const GpuProcessTable& gpu_processes,
+                  const std::string& procfs, std::vector<MetricFamily>& families) {
+  std::map<std::string, const Gpu*> by_bus_id;
+  for (const Gpu& gpu : gpus) {
+    if (gpu.local_cpus && !gpu.local_cpus->empty()) by_bus_id[gpu.pci_bus_id] = &gpu;
+  }
+  std::map<std::string, int> misplaced_count;
+  for (const auto& [bus_id, gpu] : by_bus_id) misplaced_count[bus_id] = 0;
+
+  auto processes = gpu_processes.Current();
+  std::vector<GpuProcessRef> sorted(processes->begin(), processes->end());
+  std::sort(sorted.begin(), sorted.end(), [](const GpuProcessRef& a, const GpuProcessRef& b) {
+    return std::tie(a.pci_bus_id, a.pid) < std::tie(b.pci_bus_id, b.pid);
+  });
+  for (const GpuProcessRef& process : sorted) {
+    auto bus_id = CanonicalPciBusId(process.pci_bus_id);
+    auto it = bus_id ? by_bus_id.find(*bus_id) : by_bus_id.end();
+    if (it == by_bus_id.end()) continue;  // a GPU without NUMA facts: nothing to compare against
+    const CpuSet& local = *it->second->local_cpus;
+    std::string dir = procfs + "/" + std::to_string(process.pid);
+    auto status = ReadSmallFile(dir + "/status");
+    if (!status) continue;  // the process exited since the GPU cycle saw it
+    auto allowed = ParseProcStatusCpusAllowed(*status);
+    if (!allowed) {
+      Log(LogLevel::kDebug, "host: no Cpus_allowed_list", {{"pid", std::to_string(process.pid)}});
+      continue;
+    }
+    bool misplaced = false;
+    if (!CpuSetsIntersect(*allowed, local)) {
+      misplaced = true;  // pinned entirely to other NUMA nodes
+    } else if (!CpuSetIsSubset(*allowed, local)) {
+      // Not pinned to the GPU's node: the scheduler may run it anywhere; judge by where it ran last.
+      auto stat = ReadSmallFile(dir + "/stat");
+      if (!stat) continue;  // exited between the two reads
+      auto last_cpu = ParseProcStatLastCpu(*stat);
+      if (!last_cpu) continue;
+      misplaced = !CpuSetContains(local, *last_cpu);
+    }
+    families[kProcessMisplaced].samples.push_back({{{"gpu", process.gpu},
+                                                    {"pci_bus_id", *bus_id},
+                                                    {"pid", std::to_string(process.pid)},
+                                                    {"hpc_job", process.hpc_job}},
+                                                   misplaced ? 1.0 : 0.0});
+    if (misplaced) ++misplaced_count[*bus_id];
+  }
+  for (const auto& [bus_id, count] : misplaced_count) {
+    families[kMisplacedProcesses].samples.push_back({{{"pci_bus_id", bus_id}}, static_cast<double>(count)});
+  }
+}
+
 }  // namespace
 
 HostCollector::HostCollector(HostCollectorOptions options) : options_(std::move(options)) {}
@@ -276,108 +368,39 @@ HostCollector::HostCollector(HostCollectorOptions options) : options_(std::move(
 std::vector<MetricDescription> HostCollector::Describe() const { return Descriptions(); }
 
 Status HostCollector::Collect(std::vector<MetricFamily>& out) {
-  std::vector<Gpu> gpus = FindGpus(options_.sysfs, options_.upstream_links);
-  if (gpus.empty()) return Status::NoData("no NVIDIA GPU in " + options_.sysfs + "/bus/pci/devices");
-
   std::vector<MetricFamily> families;
   for (int f = 0; f < kFamilyCount; ++f) families.push_back(Empty(static_cast<Family>(f)));
-
-  for (const Gpu& gpu : gpus) {
-    std::string local = gpu.local_cpus ? FormatCpuList(*gpu.local_cpus) : "";
-    families[kNumaInfo].samples.push_back(
-        {{{"pci_bus_id", gpu.pci_bus_id}, {"numa_node", gpu.numa_node}, {"local_cpus", local}}, 1});
-    bool width_degraded = false;
-    bool speed_degraded = false;
-    bool any_width = false;
-    bool any_speed = false;
-    for (size_t hop = 0; hop < gpu.links.size(); ++hop) {
-      const Link& link = gpu.links[hop];
-      Labels labels = {
-          {"pci_bus_id", gpu.pci_bus_id}, {"hop", std::to_string(hop)}, {"pci_device", link.device}};
-      std::optional<int> generation = link.speed ? PcieGenerationOfSpeed(*link.speed) : std::nullopt;
-      std::optional<int> max_generation =
-          link.max_speed ? PcieGenerationOfSpeed(*link.max_speed) : std::nullopt;
-      if (generation) families[kLinkGeneration].samples.push_back({labels, static_cast<double>(*generation)});
-      if (max_generation) {
-        families[kLinkMaxGeneration].samples.push_back({labels, static_cast<double>(*max_generation)});
-      }
-      if (link.width) families[kLinkWidth].samples.push_back({labels, static_cast<double>(*link.width)});
-      if (link.max_width)
-        families[kLinkMaxWidth].samples.push_back({labels, static_cast<double>(*link.max_width)});
-      // Compared as rates, so a speed the generation table does not know yet still counts.
-      if (link.speed && link.max_speed) {
-        any_speed = true;
-        speed_degraded |= *link.speed + 0.01 < *link.max_speed;
-      }
-      if (link.width && link.max_width) {
-        any_width = true;
-        width_degraded |= *link.width < *link.max_width;
-      }
-    }
-    if (any_width)
-      families[kLinkDegraded].samples.push_back(
-          {{{"pci_bus_id", gpu.pci_bus_id}}, width_degraded ? 1.0 : 0.0});
-    if (any_speed) {
-      families[kLinkSpeedDegraded].samples.push_back(
-          {{{"pci_bus_id", gpu.pci_bus_id}}, speed_degraded ? 1.0 : 0.0});
-    }
-  }
-
-  if (options_.gpu_processes != nullptr) {
-    std::map<std::string, const Gpu*> by_bus_id;
-    for (const Gpu& gpu : gpus) {
-      if (gpu.local_cpus && !gpu.local_cpus->empty()) by_bus_id[gpu.pci_bus_id] = &gpu;
-    }
-    std::map<std::string, int> misplaced_count;
-    for (const auto& [bus_id, gpu] : by_bus_id) misplaced_count[bus_id] = 0;
-
-    auto processes = options_.gpu_processes->Current();
-    std::vector<GpuProcessRef> sorted(processes->begin(), processes->end());
-    std::sort(sorted.begin(), sorted.end(), [](const GpuProcessRef& a, const GpuProcessRef& b) {
-      return std::tie(a.pci_bus_id, a.pid) < std::tie(b.pci_bus_id, b.pid);
-    });
-    for (const GpuProcessRef& process : sorted) {
-      auto bus_id = CanonicalPciBusId(process.pci_bus_id);
-      auto it = bus_id ? by_bus_id.find(*bus_id) : by_bus_id.end();
-      if (it == by_bus_id.end()) continue;  // a GPU without NUMA facts: nothing to compare against
-      const CpuSet& local = *it->second->local_cpus;
-      std::string dir = options_.procfs + "/" + std::to_string(process.pid);
-      auto status = ReadSmallFile(dir + "/status");
-      if (!status) continue;  // the process exited since the GPU cycle saw it
-      auto allowed = ParseProcStatusCpusAllowed(*status);
-      if (!allowed) {
-        Log(LogLevel::kDebug, "host: no Cpus_allowed_list", {{"pid", std::to_string(process.pid)}});
-        continue;
-      }
-      bool misplaced = false;
-      if (!CpuSetsIntersect(*allowed, local)) {
-        misplaced = true;  // pinned entirely to other NUMA nodes
-      } else if (!CpuSetIsSubset(*allowed, local)) {
-        // Not pinned to the GPU's node: the scheduler may run it anywhere; judge by where it ran last.
-        auto stat = ReadSmallFile(dir + "/stat");
-        if (!stat) continue;  // exited between the two reads
-        auto last_cpu = ParseProcStatLastCpu(*stat);
-        if (!last_cpu) continue;
-        misplaced = !CpuSetContains(local, *last_cpu);
-      }
-      families[kProcessMisplaced].samples.push_back({{{"gpu", process.gpu},
-                                                      {"pci_bus_id", *bus_id},
-                                                      {"pid", std::to_string(process.pid)},
-                                                      {"hpc_job", process.hpc_job}},
-                                                     misplaced ? 1.0 : 0.0});
-      if (misplaced) ++misplaced_count[*bus_id];
-    }
-    for (const auto& [bus_id, count] : misplaced_count) {
-      families[kMisplacedProcesses].samples.push_back({{{"pci_bus_id", bus_id}}, static_cast<double>(count)});
-    }
-  }
-
+  CollectGpus(families);
   if (options_.pressure) CollectPressure(families);
 
+  size_t appended = 0;
   for (auto& family : families) {
-    if (!family.samples.empty()) out.push_back(std::move(family));
+    if (family.samples.empty()) continue;
+    out.push_back(std::move(family));
+    ++appended;
+  }
+  if (appended == 0) {
+    return Status::NoData("no NVIDIA GPU in " + options_.sysfs +
+                          "/bus/pci/devices and no pressure stall information");
   }
   return Status::Ok();
+}
+
+void HostCollector::CollectGpus(std::vector<MetricFamily>& families) {
+  std::vector<Gpu> gpus = FindGpus(options_.sysfs, options_.upstream_links);
+  if (gpus.empty()) {
+    if (!logged_no_gpu_) {
+      Log(LogLevel::kDebug, "host: no NVIDIA GPU, reporting host series only",
+          {{"path", options_.sysfs + "/bus/pci/devices"}});
+      logged_no_gpu_ = true;
+    }
+    return;
+  }
+  logged_no_gpu_ = false;  // say it again if the GPUs go away later
+
+  for (const Gpu& gpu : gpus) AddTopology(gpu, families);
+  if (options_.gpu_processes != nullptr)
+    AddPlacement(gpus, *options_.gpu_processes, options_.procfs, families);
 }
 
 void HostCollector::CollectPressure(std::vector<MetricFamily>& families) {

@@ -5,7 +5,8 @@
 // node_exporter (deploy/prometheus/node-exporter-scrape.yml).
 //
 // Everything is read from the roots given in the options (--path.sysfs, --path.procfs), so tests run it
-// against fixture trees. A host without NVIDIA GPUs is "no data": Collect() appends nothing.
+// against fixture trees. On a host without NVIDIA GPUs (a login node, a GPU node whose driver lost its
+// devices) the GPU series are absent and what needs no GPU (PSI) is still reported.
 //
 // PCIe speed vs width: an idle NVIDIA GPU drops its link to a lower speed to save power and retrains to
 // full speed under load, so "speed below max" is normal at idle. Only a narrower width (x8 instead of x16:
@@ -41,16 +42,19 @@ class HostCollector : public Collector {
   explicit HostCollector(HostCollectorOptions options);
 
   std::string_view Name() const override { return "host"; }
-  // Ok with this cycle's families; NoData (nothing appended) when no NVIDIA GPU is in
-  // <sysfs>/bus/pci/devices. Files that are missing or malformed leave their series out (debug log);
-  // processes that exit while being read are skipped.
+  // Ok with this cycle's families: the GPU series for each NVIDIA GPU in <sysfs>/bus/pci/devices (none
+  // when there is none, logged once at debug level) and the pressure series. NoData (nothing appended)
+  // when neither a GPU nor pressure information is found. Files that are missing or malformed leave their
+  // series out (debug log); processes that exit while being read are skipped.
   Status Collect(std::vector<MetricFamily>& out) override;
   std::vector<MetricDescription> Describe() const override;
 
  private:
-  void CollectPressure(std::vector<MetricFamily>& out);
+  void CollectGpus(std::vector<MetricFamily>& families);
+  void CollectPressure(std::vector<MetricFamily>& families);
 
   HostCollectorOptions options_;
+  bool logged_no_gpu_ = false;
   bool logged_no_pressure_ = false;
 };
 

@@ -1,6 +1,8 @@
 // The NVML entry points and types gpuscope uses, declared by the project itself so that building needs
-// no CUDA headers. Layouts and constants follow the public NVML API (nvml.h of driver branches 450+);
-// each struct below is ABI-relevant: change one only to follow NVML itself.
+// no CUDA headers. Names, layouts and constants are NVIDIA's (nvml.h, API version 13); each struct below
+// is ABI-relevant: change one only to follow NVML itself. The test nvml_api_check_test compiles every
+// declaration here against NVIDIA's own nvml.h (from the go-nvml module pinned in scripts/versions.env):
+// function types, struct sizes and field offsets, enumerators and constants must all agree.
 //
 // GPUSCOPE_NVML_FUNCTIONS is the single list of entry points. The loader (nvml_library.h) resolves each
 // of them lazily with dlsym, and the simulator (sim/) implements exactly this list, so a function that
@@ -40,12 +42,8 @@ typedef enum nvmlReturn_enum {
 } nvmlReturn_t;
 
 typedef struct nvmlDevice_st* nvmlDevice_t;
-typedef struct {
-  struct nvmlEventSet_st* handle;
-} nvmlEventSet_t;
-typedef struct {
-  struct nvmlGpmSample_st* handle;
-} nvmlGpmSample_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
 
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
@@ -181,15 +179,16 @@ typedef struct nvmlViolationTime_st {
   unsigned long long violationTime;  // nanoseconds
 } nvmlViolationTime_t;
 
-// Clock event (throttle) reasons, nvmlDeviceGetCurrentClocksEventReasons.
+// Clock event (throttle) reasons, nvmlDeviceGetCurrentClocksEventReasons. NVML 13 spells the hardware
+// reasons only with the older "Throttle" name.
 #define nvmlClocksEventReasonGpuIdle 0x0000000000000001ULL
 #define nvmlClocksEventReasonApplicationsClocksSetting 0x0000000000000002ULL
 #define nvmlClocksEventReasonSwPowerCap 0x0000000000000004ULL
-#define nvmlClocksEventReasonHwSlowdown 0x0000000000000008ULL
+#define nvmlClocksThrottleReasonHwSlowdown 0x0000000000000008ULL
 #define nvmlClocksEventReasonSyncBoost 0x0000000000000010ULL
 #define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020ULL
-#define nvmlClocksEventReasonHwThermalSlowdown 0x0000000000000040ULL
-#define nvmlClocksEventReasonHwPowerBrakeSlowdown 0x0000000000000080ULL
+#define nvmlClocksThrottleReasonHwThermalSlowdown 0x0000000000000040ULL
+#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown 0x0000000000000080ULL
 #define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100ULL
 
 // Events.
@@ -205,7 +204,7 @@ typedef struct nvmlEventData_st {
 // GPU Performance Monitoring (Hopper and newer).
 #define NVML_GPM_METRICS_GET_VERSION 1
 #define NVML_GPM_SUPPORT_VERSION 1
-#define NVML_GPM_METRIC_MAX 333
+#define NVML_GPM_METRIC_MAX 477  // an enumerator of nvmlGpmMetricId_t in nvml.h
 typedef enum nvmlGpmMetricId_enum {
   NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
   NVML_GPM_METRIC_SM_UTIL = 2,
@@ -226,16 +225,14 @@ typedef enum nvmlGpmMetricId_enum {
 } nvmlGpmMetricId_t;
 
 typedef struct {
-  char* shortName;
-  char* longName;
-  char* unit;
-} nvmlGpmMetricMetricInfo_t;
-
-typedef struct {
   unsigned int metricId;
   nvmlReturn_t nvmlReturn;
   double value;  // percent (0-100) for *_UTIL, MiB/s for *_PER_SEC
-  nvmlGpmMetricMetricInfo_t metricInfo;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
 } nvmlGpmMetric_t;
 
 typedef struct {

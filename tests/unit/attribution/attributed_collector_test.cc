@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "src/attribution/gpu_directory.h"
 #include "src/attribution/proc_resolver.h"
 
 namespace gpuscope {
@@ -185,6 +186,40 @@ TEST_F(AttributedCollectorTest, WritesTheDeviceMapThePrologReads) {
             "# nvml_index minor pci_bus_id uuid (written by gpuscope-agent)\n"
             "0 7 00000000:10:00.0 GPU-0\n1 6 00000000:11:00.0 GPU-1\n"
             "2 5 00000000:12:00.0 GPU-2\n3 4 00000000:13:00.0 GPU-3\n");
+}
+
+// Stands in for the GPU collector on a MIG node: GPU 0 with GPU instance 1 holding two MIG devices.
+class FakeMigGpuCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "gpu"; }
+  Status Collect(std::vector<MetricFamily>& out) override {
+    MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {{GpuLabels(0), 1}}};
+    Labels instance =
+        With(With(With(GpuLabels(0), "GPU_I_PROFILE", "3g.40gb"), "GPU_I_ID", "1"), "mig_uuid",
+             "MIG-aaaaaaaa-0000-4000-8000-000000000001,MIG-aaaaaaaa-0000-4000-8000-000000000002");
+    MetricFamily mig{"gpuscope_gpu_mig_instance_info", "", MetricType::kGauge, "", {{instance, 1}}};
+    out = {up, mig};
+    return Status::Ok();
+  }
+  std::vector<MetricDescription> Describe() const override { return {}; }
+};
+
+TEST_F(AttributedCollectorTest, PublishesEachGpuAndEachMigDeviceUuidToTheGpuDirectory) {
+  GpuDirectory gpus;
+  AttributionOptions options;
+  options.gpus = &gpus;
+  AttributedCollector collector(std::make_unique<FakeMigGpuCollector>(), &table_, nullptr, options);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(gpus.GpuKeyOfUuid("GPU-0"), "0");
+  EXPECT_EQ(gpus.GpuKeyOfUuid("MIG-aaaaaaaa-0000-4000-8000-000000000001"), "0.1");
+  EXPECT_EQ(gpus.GpuKeyOfUuid("MIG-aaaaaaaa-0000-4000-8000-000000000002"), "0.1");
+  ASSERT_TRUE(gpus.Find("00000000:10:00.0").has_value());
+  EXPECT_EQ(gpus.Find("00000000:10:00.0")->mig.size(), 2u);
+  uint64_t version = gpus.Version();
+  out.clear();
+  ASSERT_TRUE(collector.Collect(out).ok());
+  EXPECT_EQ(gpus.Version(), version) << "the same GPUs again are no change for the mapping source";
 }
 
 TEST_F(AttributedCollectorTest, DescribeAddsHpcJobAndTheJoinFamilies) {

@@ -12,9 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 
+#include "src/attribution/gpu_directory.h"
 #include "src/parsers/mapping_files.h"
 
 namespace gpuscope {
@@ -293,6 +296,106 @@ TEST(MappingDirSource, StopReturnsPromptlyAndScanNowWorksWithoutAThread) {
   uint64_t version = table.Current()->version;
   manual.ScanNow();
   EXPECT_EQ(table.Current()->version, version) << "an unchanged directory publishes nothing new";
+}
+
+// Copies a fixture directory (tests/fixtures/mapping/...) file by file, as the prolog would write it.
+void CopyFixtureDir(const std::string& relative, const fs::path& to) {
+  for (const auto& entry : fs::directory_iterator(fs::path(GPUSCOPE_MAPPING_FIXTURES) / relative)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    WriteFile(to / entry.path().filename(), std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+}
+
+constexpr const char* kGpu1Uuid = "GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d";  // tests/fixtures/.../gpustat
+constexpr const char* kMigUuid = "MIG-265a219d-a49f-578a-825d-222c72699c16";   // .../gpustat-mig
+constexpr const char* kOtherMigUuid = "MIG-0b7e2d1c-5a4f-4e3d-8c2b-1a0f9e8d7c6b";  // same GPU instance
+
+// What the GPU cycle publishes for a node with GPU 1 (whole) and GPU 2 in MIG mode, whose GPU instance 3
+// holds two MIG devices (compute instances).
+std::map<std::string, GpuIdentityRef> FixtureGpus() {
+  return {{"00000000:18:00.0", {"1", kGpu1Uuid, {}}},
+          {"00000000:2A:00.0",
+           {"2", "GPU-11111111-2222-4333-8444-555555555555", {{"3", kOtherMigUuid}, {"3", kMigUuid}}}}};
+}
+
+TEST(MappingDirSource, JobstatsFilesNamedByGpuUuidResolveToTheGpuAndMergeWithTheIndexFile) {
+  TempDir dir;
+  CopyFixtureDir("jobstats/gpustat", dir.path());  // "1" and "GPU-<uuid of GPU 1>", one job
+  GpuDirectory gpus;
+  gpus.Publish(FixtureGpus());
+  MappingDirOptions options = FastOptions();
+  options.gpus = &gpus;
+  JobTable table;
+  MappingDirSource source(dir.path().string(), &table, options);
+  ASSERT_TRUE(source.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return JobsOn(table, "1") == "45916257"; }));
+  EXPECT_EQ(table.Current()->allocations.size(), 1u) << "the index file and the UUID file are one allocation";
+  EXPECT_EQ(table.Current()->Job("45916257")->uid, "262563");
+  EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files", "jobstats"), 2);
+  EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files_unresolved"), 0);
+
+  // The index file alone goes (a prolog that names only by UUID): the UUID file still holds the GPU.
+  fs::remove(dir.path() / "1");
+  ASSERT_TRUE(WaitFor([&] { return Metric(source, "gpuscope_attribution_mapping_files", "jobstats") == 1; }));
+  EXPECT_EQ(JobsOn(table, "1"), "45916257");
+  fs::remove(dir.path() / kGpu1Uuid);
+  ASSERT_TRUE(WaitFor([&] { return JobsOn(table, "1").empty(); })) << "the epilog's deletion ends the job";
+}
+
+TEST(MappingDirSource, AMigUuidFileResolvesToItsGpuInstance) {
+  TempDir dir;
+  CopyFixtureDir("jobstats/gpustat-mig", dir.path());
+  WriteFile(dir.path() / kOtherMigUuid, "45916300 1000\n");  // the other compute instance, another job
+  GpuDirectory gpus;
+  gpus.Publish(FixtureGpus());
+  MappingDirOptions options = FastOptions();
+  options.gpus = &gpus;
+  JobTable table;
+  MappingDirSource source(dir.path().string(), &table, options);
+  ASSERT_TRUE(source.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return JobsOn(table, "2.3") == "45916256,45916300"; }));
+  EXPECT_EQ(JobsOn(table, "2"), "") << "a MIG device's job holds its instance, not the whole GPU";
+  EXPECT_EQ(table.Current()->Job("45916256")->uid, "262563");
+}
+
+TEST(MappingDirSource, AUuidNoGpuShowsYetIsKeptAndAppliedWhenTheGpuAppears) {
+  TempDir dir;
+  CopyFixtureDir("jobstats/gpustat-mig", dir.path());
+  WriteFile(dir.path() / "0", "100\n");
+  GpuDirectory gpus;  // the mapping source starts before the first GPU cycle: nothing published yet
+  MappingDirOptions options = FastOptions();
+  options.gpus = &gpus;
+  JobTable table;
+  MappingDirSource source(dir.path().string(), &table, options);
+  ASSERT_TRUE(source.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return JobsOn(table, "0") == "100"; }));
+  EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files_unresolved"), 1);
+  EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files_ignored_total", "invalid_name"), 0);
+  EXPECT_EQ(table.Current()->Job("45916256"), nullptr);
+
+  gpus.Publish(FixtureGpus());  // the GPU cycle opened the GPUs; no file changed
+  ASSERT_TRUE(WaitFor([&] { return JobsOn(table, "2.3") == "45916256"; }));
+  EXPECT_EQ(JobsOn(table, "0"), "100");
+  EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files_unresolved"), 0);
+
+  gpus.Publish({});  // the GPUs are gone again (driver reloaded): the file is kept, waiting for them
+  ASSERT_TRUE(WaitFor([&] { return Metric(source, "gpuscope_attribution_mapping_files_unresolved") == 1; }));
+  EXPECT_EQ(JobsOn(table, "2.3"), "");
+}
+
+TEST(MappingDirSource, ScanNowResolvesUuidFilesWithTheDirectoryAsItIsThen) {
+  TempDir dir;
+  WriteFile(dir.path() / kGpu1Uuid, "77 1000\n");
+  GpuDirectory gpus;
+  MappingDirOptions options;
+  options.gpus = &gpus;
+  JobTable table;
+  MappingDirSource manual(dir.path().string(), &table, options);
+  manual.ScanNow();
+  EXPECT_EQ(JobsOn(table, "1"), "");
+  gpus.Publish(FixtureGpus());
+  manual.ScanNow();
+  EXPECT_EQ(JobsOn(table, "1"), "77");
 }
 
 }  // namespace

@@ -46,6 +46,44 @@ TEST(MappingNames, RecordNamesCarryAValidJobIdThatDcgmExporterIgnores) {
   EXPECT_FALSE(IsValidGpuKey("gpuscope-job.1234"));
 }
 
+TEST(MappingNames, UuidNamesAreNvmlsGpuAndMigUuids) {
+  GpuUuidName gpu = ParseGpuUuidName("GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d");
+  EXPECT_EQ(gpu.kind, GpuUuidName::Kind::kGpu);
+  EXPECT_EQ(gpu.uuid, "GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d");
+  GpuUuidName mig = ParseGpuUuidName("MIG-265a219d-a49f-578a-825d-222c72699c16");
+  EXPECT_EQ(mig.kind, GpuUuidName::Kind::kMig);
+  EXPECT_EQ(mig.uuid, "MIG-265a219d-a49f-578a-825d-222c72699c16");
+  EXPECT_EQ(ParseGpuUuidName("GPU-8C6A1B2E-3D4F-4A5B-9C6D-7E8F9A0B1C2D").kind, GpuUuidName::Kind::kGpu);
+  for (const char* bad :
+       {"", "GPU-", "MIG-", "0", "3.1", "gpu-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d",
+        "GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2",       // one digit short
+        "GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d0",     // one too many
+        "GPU-8c6a1b2e3d4f-4a5b-9c6d-7e8f9a0b1c2d-",      // a dash out of place
+        "GPU-8c6a1b2g-3d4f-4a5b-9c6d-7e8f9a0b1c2d",      // not hex
+        "MIG-GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d",  // legacy MIG form, without /gi/ci
+        "GPU-../../../../etc/passwd-aaaaaaaaaaaaaaaaaa", "XYZ-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d"}) {
+    EXPECT_EQ(ParseGpuUuidName(bad).kind, GpuUuidName::Kind::kNone) << bad;
+    EXPECT_TRUE(ParseGpuUuidName(bad).uuid.empty()) << bad;
+  }
+  // A UUID name is neither a GPU key nor a record name: the three kinds of names never overlap.
+  EXPECT_FALSE(IsValidGpuKey("GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d"));
+  EXPECT_EQ(GpuscopeRecordJobId("MIG-265a219d-a49f-578a-825d-222c72699c16"), "");
+}
+
+TEST(JobstatsMapping, FilesNamedByUuidHoldTheSameJobAndUidAsTheIndexFile) {
+  JobstatsMappingFile by_index = ParseJobstatsMapping(Fixture("jobstats/gpustat/1"));
+  JobstatsMappingFile by_uuid =
+      ParseJobstatsMapping(Fixture("jobstats/gpustat/GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d"));
+  ASSERT_EQ(by_uuid.error, MappingError::kNone);
+  EXPECT_EQ(by_uuid.job_id, by_index.job_id);
+  EXPECT_EQ(by_uuid.uid, by_index.uid);
+  JobstatsMappingFile mig =
+      ParseJobstatsMapping(Fixture("jobstats/gpustat-mig/MIG-265a219d-a49f-578a-825d-222c72699c16"));
+  ASSERT_EQ(mig.error, MappingError::kNone);
+  EXPECT_EQ(mig.job_id, "45916256");
+  EXPECT_EQ(mig.uid, "262563");
+}
+
 TEST(DcgmMapping, ReadsOneJobPerLine) {
   DcgmMappingFile file = ParseDcgmMapping(Fixture("dcgm/single_job"));
   EXPECT_EQ(file.error, MappingError::kNone);

@@ -235,7 +235,7 @@ TEST_F(SimNvml, TemperatureFollowsPowerWithALag) {
   At(400.2);
   EXPECT_LT(Power(d), power_before * 0.8);  // power drops at once...
   EXPECT_GE(Temp(d) + 1, before_brake);     // ...the temperature only slowly
-  EXPECT_NE(Reasons(d) & nvmlClocksEventReasonHwPowerBrakeSlowdown, 0u);
+  EXPECT_NE(Reasons(d) & nvmlClocksThrottleReasonHwPowerBrakeSlowdown, 0u);
   At(600);
   EXPECT_LT(Temp(d) + 5, before_brake);
 }
@@ -249,7 +249,7 @@ TEST_F(SimNvml, ThermalSlowdownBitsAreSetExactlyAtTheSlowdownTemperature) {
     const unsigned temp = Temp(d);
     const unsigned long long r = Reasons(d);
     EXPECT_EQ((r & nvmlClocksEventReasonSwThermalSlowdown) != 0, temp >= 87) << t << " " << temp;
-    EXPECT_EQ((r & nvmlClocksEventReasonHwThermalSlowdown) != 0, temp >= 90) << t << " " << temp;
+    EXPECT_EQ((r & nvmlClocksThrottleReasonHwThermalSlowdown) != 0, temp >= 90) << t << " " << temp;
     ((r & nvmlClocksEventReasonSwThermalSlowdown) ? throttled : cool) += 1;
   }
   EXPECT_GT(throttled, 0);
@@ -444,7 +444,7 @@ TEST_F(SimNvml, RowRemapFailurePcieDegradationAndPowerBrakeShowUp) {
   EXPECT_EQ(failure, 0u);
   ASSERT_EQ(nvmlDeviceGetCurrPcieLinkGeneration(Dev(1), &gen), NVML_SUCCESS);
   EXPECT_EQ(gen, 5u);
-  EXPECT_EQ(Reasons(Dev(1)) & nvmlClocksEventReasonHwPowerBrakeSlowdown, 0u);
+  EXPECT_EQ(Reasons(Dev(1)) & nvmlClocksThrottleReasonHwPowerBrakeSlowdown, 0u);
   At(40);
   ASSERT_EQ(nvmlDeviceGetRemappedRows(Dev(0), &corr, &unc, &pending, &failure), NVML_SUCCESS);
   EXPECT_EQ(failure, 1u);
@@ -459,8 +459,8 @@ TEST_F(SimNvml, RowRemapFailurePcieDegradationAndPowerBrakeShowUp) {
   ASSERT_EQ(nvmlDeviceGetPcieReplayCounter(Dev(1), &replays), NVML_SUCCESS);
   EXPECT_EQ(replays, 20u);
   const unsigned long long r = Reasons(Dev(1));
-  EXPECT_NE(r & nvmlClocksEventReasonHwPowerBrakeSlowdown, 0u);
-  EXPECT_NE(r & nvmlClocksEventReasonHwSlowdown, 0u);
+  EXPECT_NE(r & nvmlClocksThrottleReasonHwPowerBrakeSlowdown, 0u);
+  EXPECT_NE(r & nvmlClocksThrottleReasonHwSlowdown, 0u);
 }
 
 // Average of the GPU utilisation (percent) over (t1, t2], read at every tick.

@@ -260,9 +260,23 @@ TEST(GpuCollectorFakeTest, CompatSwitchChangesHostLabelAndViolationUnit) {
   EXPECT_EQ(LabelValue(v3->labels, "hostname"), "<absent>");
   EXPECT_EQ(LabelValue(v49->labels, "hostname"), "node1");
   EXPECT_EQ(FindSample(out3, "gpuscope_gpu_clock_event_seconds_total", {{"reason", "power"}})->value, 0.005);
-  EXPECT_EQ(FindFamily(out3, "DCGM_FI_DEV_FB_RESERVED"), nullptr);
-  ASSERT_NE(FindFamily(out49, "DCGM_FI_DEV_FB_RESERVED"), nullptr);
-  EXPECT_EQ(FindSample(out49, "DCGM_FI_DEV_FB_RESERVED", {{"gpu", "0"}})->value, 512);
+}
+
+TEST(GpuCollectorFakeTest, FbReservedIsExportedInEveryCompatMode) {
+  FakeNvml fake;
+  for (DcgmCompat compat : {DcgmCompat::kDcgm3, DcgmCompat::kDcgm49}) {
+    GpuCollectorOptions options = FakeOptions();
+    options.dcgm_compat = compat;
+    GpuCollector collector(options);
+    std::vector<MetricFamily> out;
+    ASSERT_TRUE(collector.Collect(out).ok());
+    const Sample* reserved = FindSample(out, "DCGM_FI_DEV_FB_RESERVED", {{"gpu", "0"}});
+    ASSERT_NE(reserved, nullptr) << DcgmCompatName(compat);
+    EXPECT_EQ(reserved->value, 512) << DcgmCompatName(compat);
+    bool described = false;
+    for (const MetricDescription& d : collector.Describe()) described |= d.name == "DCGM_FI_DEV_FB_RESERVED";
+    EXPECT_TRUE(described) << DcgmCompatName(compat);
+  }
 }
 
 TEST(GpuCollectorFakeTest, UnloadableLibraryIsUnavailableUnhealthyAndRetried) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -311,6 +312,17 @@ TEST(GpuCollectorSimTest, MigInstancesCarryProfileAndInstanceLabels) {
                        {{"gpu", "1"}, {"GPU_I_ID", "14"}, {"GPU_I_PROFILE", "1g.10gb"}}),
             nullptr);
   EXPECT_EQ(FindSample(out, "gpuscope_gpu_mig_instance_info", {{"gpu", "2"}}), nullptr);
+  // Each instance names its MIG device by the UUID NVML gives the MIG handle (what CUDA_VISIBLE_DEVICES
+  // and jobstats' mapping files use), distinct from the parent GPU's.
+  std::set<std::string> mig_uuids;
+  for (const Sample& s : FindFamily(out, "gpuscope_gpu_mig_instance_info")->samples) {
+    std::string uuid = LabelValue(s.labels, "mig_uuid");
+    EXPECT_THAT(uuid,
+                ::testing::MatchesRegex("MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"));
+    EXPECT_NE(uuid, LabelValue(s.labels, "UUID"));
+    mig_uuids.insert(uuid);
+  }
+  EXPECT_EQ(mig_uuids.size(), FindFamily(out, "gpuscope_gpu_mig_instance_info")->samples.size());
   // Whole-GPU series of a non-MIG GPU: MIG labels empty (absent for Prometheus).
   EXPECT_EQ(LabelValue(FindSample(out, "DCGM_FI_DEV_FB_USED", {{"gpu", "2"}})->labels, "GPU_I_ID"), "");
   // NOT_SUPPORTED on one GPU only: utilisation is gone on the MIG parents, present on the others.

@@ -43,7 +43,7 @@ TEST(GpuCompatTest, UnitConversions) {
 }
 
 TEST(GpuClockReasonsTest, DecodesEachBitOfTheMask) {
-  uint64_t mask = nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonHwThermalSlowdown;
+  uint64_t mask = nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwThermalSlowdown;
   EXPECT_TRUE(ClockEventActive(mask, "sw_power_cap"));
   EXPECT_TRUE(ClockEventActive(mask, "hw_thermal_slowdown"));
   EXPECT_FALSE(ClockEventActive(mask, "gpu_idle"));
@@ -132,9 +132,11 @@ TEST(GpuFieldTableTest, EveryFamilyHasAValidUniqueNameHelpAndSource) {
   }
 }
 
-TEST(GpuFieldTableTest, FbReservedOnlyIn49AndViolationHelpNamesTheUnit) {
-  EXPECT_FALSE(Spec(FamilySpecs(DcgmCompat::kDcgm3), GpuFamily::kFbReserved).exported);
-  EXPECT_TRUE(Spec(FamilySpecs(DcgmCompat::kDcgm49), GpuFamily::kFbReserved).exported);
+TEST(GpuFieldTableTest, FbReservedHelpAndViolationHelpFollowTheCompatMode) {
+  EXPECT_EQ(Spec(FamilySpecs(DcgmCompat::kDcgm3), GpuFamily::kFbReserved).description.help,
+            "Frame buffer memory reserved (in MB).");
+  EXPECT_EQ(Spec(FamilySpecs(DcgmCompat::kDcgm49), GpuFamily::kFbReserved).description.help,
+            "Framebuffer memory reserved (in MiB).");
   EXPECT_EQ(Spec(FamilySpecs(DcgmCompat::kDcgm3), GpuFamily::kPowerViolation).description.help,
             "Throttling duration due to power constraints (in us).");
   EXPECT_EQ(Spec(FamilySpecs(DcgmCompat::kDcgm49), GpuFamily::kPowerViolation).description.help,

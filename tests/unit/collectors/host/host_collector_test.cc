@@ -1,5 +1,6 @@
 // Tests of HostCollector against the fixture trees tests/fixtures/sysfs/host and tests/fixtures/procfs/host
-// (a two-socket node, see their READMEs), with a golden exposition file.
+// (a two-socket node, see their READMEs), with a golden exposition file, and tests/fixtures/sysfs/host-no-gpu
+// (a node without NVIDIA GPUs).
 //
 // To regenerate the golden file after an intended change:
 //   GPUSCOPE_UPDATE_GOLDEN=1 ctest --test-dir <build> -R host_collector_test
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +29,7 @@ namespace {
 
 const std::string kSysfs = GPUSCOPE_HOST_SYSFS_FIXTURE;
 const std::string kProcfs = GPUSCOPE_HOST_PROCFS_FIXTURE;
+const std::string kSysfsNoGpu = GPUSCOPE_HOST_SYSFS_NO_GPU_FIXTURE;
 const std::string kGolden = std::string(GPUSCOPE_HOST_TESTDATA) + "/host.prom";
 
 std::string ReadAll(const std::string& path) {
@@ -219,27 +222,72 @@ TEST(HostCollector, KernelWithoutPsiLeavesPressureOutAndStillSucceeds) {
   EXPECT_NE(Find(run.families, "gpuscope_gpu_numa_info"), nullptr);
 }
 
-TEST(HostCollector, HostWithoutNvidiaGpusIsNoData) {
-  std::filesystem::path sysfs = std::filesystem::path(::testing::TempDir()) / "host_no_gpu_sys";
-  std::filesystem::path nic = sysfs / "bus/pci/devices/0000:19:00.0";
-  std::filesystem::create_directories(nic);
-  std::ofstream(nic / "vendor") << "0x15b3\n";
-  std::ofstream(nic / "class") << "0x020700\n";
+// The names of the families a run appended, sorted.
+std::vector<std::string> FamilyNames(const std::vector<MetricFamily>& families) {
+  std::vector<std::string> names;
+  for (const auto& family : families) names.push_back(family.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::filesystem::path EmptyProcfs() {
+  std::filesystem::path procfs = std::filesystem::path(::testing::TempDir()) / "host_empty_proc";
+  std::filesystem::create_directories(procfs);
+  return procfs;
+}
+
+TEST(HostCollector, HostWithoutNvidiaGpusStillReportsPressure) {
+  GpuProcessTable table;
+  FillTable(table);  // processes the GPU cycle saw on GPUs this sysfs does not show
   HostCollectorOptions options;
-  options.sysfs = sysfs.string();
+  options.sysfs = kSysfsNoGpu;
   options.procfs = kProcfs;
+  options.gpu_processes = &table;
+  CollectResult run = Collect(options);
+  ASSERT_TRUE(run.status.ok()) << run.status.message();
+  EXPECT_THAT(FamilyNames(run.families),
+              ::testing::ElementsAre("gpuscope_host_pressure_stalled_ratio",
+                                     "gpuscope_host_pressure_stalled_seconds_total"));
+  auto ratio = Values(run.families, "gpuscope_host_pressure_stalled_ratio");
+  EXPECT_EQ(ratio.size(), 15u);
+  EXPECT_DOUBLE_EQ(ratio["resource=memory,kind=some,window=10s"], 0.125);
+  EXPECT_DOUBLE_EQ(
+      Values(run.families, "gpuscope_host_pressure_stalled_seconds_total")["resource=io,kind=some"], 2.5);
+}
+
+TEST(HostCollector, HostWithoutNvidiaGpusOrPressureIsNoData) {
+  HostCollectorOptions options;
+  options.sysfs = kSysfsNoGpu;
+  options.procfs = EmptyProcfs().string();
   CollectResult run = Collect(options);
   EXPECT_EQ(run.status.code(), Status::Code::kNoData);
   EXPECT_TRUE(run.families.empty());
 }
 
-TEST(HostCollector, MissingSysfsIsNoData) {
+TEST(HostCollector, WithPressureSwitchedOffAHostWithoutGpusIsNoData) {
   HostCollectorOptions options;
-  options.sysfs = ::testing::TempDir() + "/host_does_not_exist";
+  options.sysfs = kSysfsNoGpu;
   options.procfs = kProcfs;
+  options.pressure = false;
   CollectResult run = Collect(options);
   EXPECT_EQ(run.status.code(), Status::Code::kNoData);
   EXPECT_TRUE(run.families.empty());
+}
+
+TEST(HostCollector, MissingSysfsIsNoDataWithoutPressureAndPressureOnlyWithIt) {
+  HostCollectorOptions options;
+  options.sysfs = ::testing::TempDir() + "/host_does_not_exist";
+  options.procfs = EmptyProcfs().string();
+  CollectResult run = Collect(options);
+  EXPECT_EQ(run.status.code(), Status::Code::kNoData);
+  EXPECT_TRUE(run.families.empty());
+
+  options.procfs = kProcfs;
+  run = Collect(options);
+  ASSERT_TRUE(run.status.ok()) << run.status.message();
+  EXPECT_THAT(FamilyNames(run.families),
+              ::testing::ElementsAre("gpuscope_host_pressure_stalled_ratio",
+                                     "gpuscope_host_pressure_stalled_seconds_total"));
 }
 
 TEST(HostCollector, EveryEmittedFamilyIsDescribedWithItsTypeAndLabels) {

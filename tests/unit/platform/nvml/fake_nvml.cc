@@ -141,7 +141,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* me
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t, unsigned long long* reasons) {
-  *reasons = nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonHwThermalSlowdown;
+  *reasons = nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwThermalSlowdown;
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t, nvmlPerfPolicyType_t policy,
@@ -151,7 +151,7 @@ nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t, nvmlPerfPolicyType_t pol
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
-  set->handle = reinterpret_cast<nvmlEventSet_st*>(&devices[0]);
+  *set = reinterpret_cast<nvmlEventSet_t>(&devices[0]);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t, unsigned long long* types) {

@@ -58,7 +58,7 @@ TEST(NvmlLibraryTest, ClocksEventReasonsFallsBackToThrottleReasonsOnOlderDrivers
   unsigned long long reasons = 0;
   EXPECT_EQ(nvml->nvmlDeviceGetCurrentClocksEventReasons(device, &reasons), NVML_ERROR_FUNCTION_NOT_FOUND);
   EXPECT_EQ(nvml->GetClocksEventReasons(device, &reasons), NVML_SUCCESS);
-  EXPECT_EQ(reasons, nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonHwThermalSlowdown);
+  EXPECT_EQ(reasons, nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwThermalSlowdown);
 }
 
 TEST(NvmlLibraryTest, ErrorStringComesFromTheLibrary) {
