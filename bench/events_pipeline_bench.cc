@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/events/event_pipeline.h"
-#include "src/events/xid_ledger.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
+#include "src/node/xid_ledger.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/queue/durable_queue.h"
 

@@ -26,9 +26,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/attribution/job_table.h"
 #include "src/core/metric.h"
 #include "src/core/status.h"
+#include "src/node/job_table.h"
 
 namespace gpuscope {
 

@@ -226,6 +226,11 @@ void GpuDevice::DiscoverMig() {
       instance.mig.profile = MigProfileFromDeviceName(FromBuffer(name, sizeof(name)));
     }
     instance.labels = BuildGpuLabels(identity_, node_.host, &instance.mig, true);
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    std::string mig_uuid;
+    if (nvml.nvmlDeviceGetUUID(mig_handle, uuid, sizeof(uuid)) == NVML_SUCCESS)
+      mig_uuid = FromBuffer(uuid, sizeof(uuid));
+    mig_identities_.push_back({gi, instance.mig.profile, std::move(mig_uuid)});
     if (nvml.Has(NvmlFunction::nvmlGpmMigSampleGet)) {
       instance.gpm = std::make_unique<GpmSampler>(nvml_, handle_, gi);
     }
@@ -263,7 +268,7 @@ bool GpuDevice::CheckLink(Link& link, int link_probe, nvmlReturn_t result) {
 
 void GpuDevice::Emit(GpuFamily family, double value) {
   const Labels& labels = Spec(specs_, family).mig_labels ? labels_mig_slots_ : labels_;
-  out_->push_back(GpuSample{family, Sample{labels, value}});
+  out_->push_back(GpuSample{family, Sample{labels, value, Subject()}});
 }
 
 void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1) {
@@ -279,8 +284,10 @@ void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, st
   labels.emplace_back(k2, v2);
 }
 
-void GpuDevice::EmitMig(GpuFamily family, double value, const Labels& labels) {
-  out_->push_back(GpuSample{family, Sample{labels, value}});
+void GpuDevice::EmitMig(GpuFamily family, double value, const MigInstance& instance) {
+  SampleSubject subject = Subject();
+  subject.gpu_instance = static_cast<int32_t>(instance.mig.gpu_instance_id);
+  out_->push_back(GpuSample{family, Sample{instance.labels, value, subject}});
 }
 
 GpuDevice::ReadOutcome GpuDevice::Read(GpuSampleBuffer* out) {
@@ -615,10 +622,13 @@ void GpuDevice::ReadProcesses() {
     std::string instance = p.gpu_instance_id == kNoGpuInstance ? "" : std::to_string(p.gpu_instance_id);
     EmitWith(GpuFamily::kProcessMemoryBytes, static_cast<double>(p.bytes), "pid", std::to_string(p.pid),
              "GPU_I_ID", instance);
+    SampleSubject& subject = out_->back().sample.subject;
+    subject.pid = p.pid;
+    if (p.gpu_instance_id != kNoGpuInstance) subject.gpu_instance = static_cast<int32_t>(p.gpu_instance_id);
   }
 }
 
-void GpuDevice::EmitGpm(const GpmValues& v, const Labels* mig_labels, bool whole_gpu) {
+void GpuDevice::EmitGpm(const GpmValues& v, const MigInstance* mig, bool whole_gpu) {
   struct Map {
     GpmMetric metric;
     GpuFamily family;
@@ -641,8 +651,8 @@ void GpuDevice::EmitGpm(const GpmValues& v, const Labels* mig_labels, bool whole
   };
   for (const Map& m : kPerInstance) {
     if (!v.Has(m.metric)) continue;
-    if (mig_labels != nullptr)
-      EmitMig(m.family, v.Get(m.metric), *mig_labels);
+    if (mig != nullptr)
+      EmitMig(m.family, v.Get(m.metric), *mig);
     else
       Emit(m.family, v.Get(m.metric));
   }
@@ -666,20 +676,20 @@ void GpuDevice::ReadMig() {
   const NvmlLibrary& nvml = *nvml_;
   for (MigInstance& instance : mig_instances_) {
     if (lost_) return;
-    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance.labels);
+    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance);
     nvmlMemory_v2_t memory{};
     memory.version = nvmlMemory_v2;
     if (Enabled(GpuProbe::kMigMemory) &&
         Check(GpuProbe::kMigMemory, nvml.nvmlDeviceGetMemoryInfo_v2(instance.handle, &memory))) {
-      EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance.labels);
-      EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance.labels);
+      EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance);
+      EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance);
       if (Spec(specs_, GpuFamily::kFbReserved).exported) {
-        EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
+        EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance);
       }
     }
     if (instance.gpm != nullptr && Enabled(GpuProbe::kMigGpm) &&
         Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {
-      EmitGpm(gpm_values_, &instance.labels, false);
+      EmitGpm(gpm_values_, &instance, false);
     }
   }
 }
