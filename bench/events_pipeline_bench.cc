@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,12 @@ void BM_ClassifyQueueEncode(benchmark::State& state) {
   XidLedger ledger;
   JobTable jobs;
   GpuDirectory gpus;
-  gpus.Publish({{"00000000:18:00.0", {"0", "GPU-zero"}}});
+  auto inventory = std::make_shared<GpuInventory>();
+  inventory->devices.resize(1);
+  inventory->devices[0].opened = true;
+  inventory->devices[0].pci_bus_id = "00000000:18:00.0";
+  inventory->devices[0].uuid = "GPU-zero";
+  gpus.Publish(std::move(inventory));
   EventPipelineOptions o;
   o.host = "gpu-node07";
   o.ship = [&](const EventRecord& r) { return queue->Append(EncodeEventRecord(r)); };
