@@ -9,6 +9,7 @@ allocation with GPUs at work stays 0. The agent's device map for the Slurm prolo
 Usage: allocated_idle_test.py AGENT SIM_LIBRARY REPO_ROOT"""
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import fleet  # noqa: E402
 import harness  # noqa: E402
 
 WINDOW_SECONDS = 60  # AttributedCollector::kIdleWindow
+IDLE_UTILISATION = 0.05  # AttributedCollector::kIdleUtilisation
 
 
 def values(agent, family, job):
@@ -65,6 +67,14 @@ class AllocatedIdle(unittest.TestCase):
         working = values(busy, "gpuscope_gpu_allocated_idle", busy_job)
         self.assertEqual(len(working), 8)
         self.assertEqual(set(working.values()), {0.0}, "GPUs at work are never idle")
+
+    def test_the_agent_and_the_mixin_alert_share_one_idle_threshold(self):
+        with open(os.path.join(ROOT, "deploy", "mixin", "config.libsonnet")) as f:
+            match = re.search(r"idleUtilisation:\s*([0-9.]+)", f.read())
+        self.assertIsNotNone(match)
+        self.assertEqual(float(match.group(1)), IDLE_UTILISATION)
+        with open(os.path.join(ROOT, "src", "attribution", "attributed_collector.h")) as f:
+            self.assertIn(f"kIdleUtilisation = {IDLE_UTILISATION}", f.read())
 
     def test_the_device_map_for_the_prolog_lists_every_gpu(self):
         agent, _, home = self.agents["idle"]
