@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/events/event_pipeline.h"
-#include "src/events/xid_ledger.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
+#include "src/node/xid_ledger.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/queue/durable_queue.h"
 
@@ -59,7 +60,12 @@ void BM_ClassifyQueueEncode(benchmark::State& state) {
   XidLedger ledger;
   JobTable jobs;
   GpuDirectory gpus;
-  gpus.Publish({{"00000000:18:00.0", {"0", "GPU-zero"}}});
+  auto inventory = std::make_shared<GpuInventory>();
+  inventory->devices.resize(1);
+  inventory->devices[0].opened = true;
+  inventory->devices[0].pci_bus_id = "00000000:18:00.0";
+  inventory->devices[0].uuid = "GPU-zero";
+  gpus.Publish(std::move(inventory));
   EventPipelineOptions o;
   o.host = "gpu-node07";
   o.ship = [&](const EventRecord& r) { return queue->Append(EncodeEventRecord(r)); };

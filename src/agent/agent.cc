@@ -11,17 +11,15 @@
 #include "src/agent/events.h"
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
 #include "src/attribution/sources_collector.h"
-#include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
 #include "src/core/scheduler.h"
 #include "src/core/snapshot.h"
 #include "src/core/version.h"
-#include "src/events/xid_ledger.h"
+#include "src/events/classifiers/xid_catalog.h"
+#include "src/node/node_state.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
 
@@ -30,14 +28,13 @@ namespace {
 
 int PrintMetricsDocs(const AgentConfig& config) {
   std::vector<CollectorDocs> docs;
-  JobTable jobs;
-  GpuProcessTable gpu_processes;
-  CollectorContext context{&jobs, &gpu_processes, nullptr, nullptr};
+  NodeState node;
+  CollectorContext context{&node};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     docs.push_back({entry.name, entry.help, entry.create(config, context)->Describe()});
   }
-  MappingDirSource mapping("/nonexistent", &jobs);
-  SlurmJobSource slurm(SlurmJobSourceOptions{}, &jobs);
+  MappingDirSource mapping("/nonexistent", &node.jobs());
+  SlurmJobSource slurm(SlurmJobSourceOptions{}, &node.jobs());
   docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
                   AttributionSourcesCollector(&mapping, &slurm).Describe()});
   docs.push_back({"events", EventPath::Help(), EventPath::Describe()});
@@ -57,14 +54,23 @@ int RunAgent(const AgentConfig& config) {
   SetLogFormat(config.log_format);
   if (config.print_metrics_docs) return PrintMetricsDocs(config);
 
-  // Attribution: the JobTable and its long-running sources, started before the first GPU cycle.
-  JobTable jobs;
-  GpuDirectory gpus;  // published by the GPU cycle; read by the mapping source and the event path
+  // The node state every component shares (GPU inventory, JobTable, GPU processes, XID ledger), and
+  // the device map the Slurm prolog reads, written from the GPU inventory when attribution is set up.
+  NodeStateOptions node_options;
+  node_options.device_map_file = config.device_map_file;
+  if (node_options.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
+    node_options.device_map_file = "/run/gpuscope/devices";
+  }
+  node_options.xid_action = [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); };
+  NodeState node(std::move(node_options));
+  JobTable& jobs = node.jobs();
+
+  // Attribution: the JobTable's long-running sources, started before the first GPU cycle.
   std::unique_ptr<MappingDirSource> mapping;
   if (!config.hpc_job_mapping_dir.empty()) {
     MappingDirOptions options;
     ParseMappingFormatOption(config.mapping_format, &options.format);
-    options.gpus = &gpus;
+    options.gpus = &node.gpus();
     mapping = std::make_unique<MappingDirSource>(config.hpc_job_mapping_dir, &jobs, options);
     Status status = Status::Ok();
     if (config.once) {
@@ -87,11 +93,9 @@ int RunAgent(const AgentConfig& config) {
     slurm->Start();
   }
 
-  GpuProcessTable gpu_processes;
-  auto xid_ledger = std::make_shared<XidLedger>();
   SnapshotStore store;
   Scheduler scheduler(&store);
-  CollectorContext context{&jobs, &gpu_processes, xid_ledger, &gpus};
+  CollectorContext context{&node};
   if (mapping || slurm) {
     scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),
                   std::chrono::seconds(5));
@@ -112,7 +116,7 @@ int RunAgent(const AgentConfig& config) {
       char buffer[256] = {};
       if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
     }
-    Status status = EventPath::Create(config, host, xid_ledger.get(), &jobs, &gpus, &events);
+    Status status = EventPath::Create(config, host, &node.xids(), &jobs, &node.gpus(), &events);
     if (!status.ok()) {
       Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
       return 1;

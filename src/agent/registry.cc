@@ -9,6 +9,7 @@
 #include "src/collectors/infiniband/infiniband_collector.h"
 #include "src/collectors/process/process_collector.h"
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
+#include "src/node/node_state.h"
 
 namespace gpuscope {
 
@@ -28,7 +29,7 @@ CollectorRegistry MakeBuiltins() {
          GpuCollectorOptions options;
          options.nvml_library = config.nvml_library;
          options.call_deadline = config.nvml_call_deadline;
-         options.xid_ledger = context.xid_ledger;
+         options.node_state = context.node;
          if (!config.hostname.empty()) options.hostname = config.hostname;
          options.dcgm_compat = config.dcgm_compat == "4.9" ? DcgmCompat::kDcgm49 : DcgmCompat::kDcgm3;
          // Every GPU series is tied to its job by the attribution layer wrapped around the collector.
@@ -36,13 +37,7 @@ CollectorRegistry MakeBuiltins() {
          if (config.attribution_proc) resolver = std::make_unique<ProcResolver>(config.procfs);
          AttributionOptions attribution;
          attribution.hpc_job_label = config.hpc_job_label;
-         attribution.device_map_file = config.device_map_file;
-         attribution.processes = context.gpu_processes;
-         attribution.gpus = context.gpus;
-         if (attribution.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
-           attribution.device_map_file = "/run/gpuscope/devices";
-         }
-         return std::make_unique<AttributedCollector>(std::make_unique<GpuCollector>(options), context.jobs,
+         return std::make_unique<AttributedCollector>(std::make_unique<GpuCollector>(options), context.node,
                                                       std::move(resolver), attribution);
        }});
   if (status.ok()) {
@@ -72,7 +67,7 @@ CollectorRegistry MakeBuiltins() {
            HostCollectorOptions options;
            options.sysfs = config.sysfs;
            options.procfs = config.procfs;
-           options.gpu_processes = context.gpu_processes;
+           options.gpu_processes = &context.node->gpu_processes();
            return std::make_unique<HostCollector>(options);
          }});
   }

@@ -18,17 +18,13 @@
 
 namespace gpuscope {
 
-class JobTable;
-class GpuDirectory;
-class GpuProcessTable;
-class XidLedger;
+class NodeState;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
-  JobTable* jobs = nullptr;                  // attribution: never null when created by the agent
-  GpuProcessTable* gpu_processes = nullptr;  // the GPU cycle's processes, for collectors that need them
-  std::shared_ptr<XidLedger> xid_ledger;     // XIDs merged from NVML and the kernel log (null: GPU's own)
-  GpuDirectory* gpus = nullptr;              // GPUs by PCI bus id, published by the GPU cycle for events
+  // The node's shared facts (GPU inventory, JobTable, GPU processes, XID ledger); never null when
+  // created by the agent, and outlives the collectors.
+  NodeState* node = nullptr;
 };
 
 struct CollectorEntry {

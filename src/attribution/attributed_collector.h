@@ -1,42 +1,56 @@
 // AttributedCollector: ties a GPU collector's series to jobs. It wraps the GPU collector and, after each of
-// its cycles, (1) hands the processes it saw on each GPU to the ProcResolver (→ JobTable), (2) adds the
-// hpc_job label to every GPU series as dcgm-exporter does (one copy per job when several jobs share a GPU;
-// a process series gets its own process's job), and (3) adds the join series
+// its cycles, reads the typed GpuInventory that cycle published to the NodeState and (1) hands the
+// processes on each GPU to the ProcResolver (→ JobTable) and, with their jobs, to the GpuProcessTable,
+// (2) adds the hpc_job label to every GPU series as dcgm-exporter does, from each sample's subject (the
+// GPU, MIG instance or process it is about; one copy per job when several jobs share a GPU; a process
+// series gets its own process's job), and (3) adds the join series
 //   gpuscope_job_info{hpc_job,user,account,partition,job_name,...} 1
 //   gpuscope_gpu_allocation_info{<GPU identity>,GPU_I_ID,hpc_job,rank,step} 1
 //   gpuscope_gpu_allocated_idle{<GPU identity>,GPU_I_ID,hpc_job} 1 when the GPU (or MIG instance) is
-//     allocated to the job but runs no process, else 0
-// It also writes the device map the Slurm prolog reads to turn /dev/nvidiaN minors into NVML indices.
-// Attribution is data read from the JobTable, never a lookup on the scrape path.
+//     allocated to the job and its utilisation stayed below kIdleUtilisation for the whole kIdleWindow
+//   gpuscope_gpu_allocated_without_process{<GPU identity>,GPU_I_ID,hpc_job} 1 when it is allocated to
+//     the job but runs no process
+// It never reads rendered labels or family names back. Attribution is data read from the NodeState,
+// never a lookup on the scrape path.
 //
 // Thread-safety: as Collector (Collect from the scheduler thread only).
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "src/attribution/job_table.h"
 #include "src/core/collector.h"
 
 namespace gpuscope {
 
+class NodeState;
 class ProcResolver;
 
-class GpuProcessTable;
-class GpuDirectory;
-
 struct AttributionOptions {
-  bool hpc_job_label = true;    // add hpc_job to GPU series (off: only the join series, for cardinality)
-  std::string device_map_file;  // "nvml_index minor pci_bus_id uuid" lines for the prolog; empty: none
-  GpuProcessTable* processes = nullptr;  // when set, receives each cycle's GPU processes with their jobs
-  GpuDirectory* gpus = nullptr;          // when set, receives each cycle's GPUs by PCI bus id (events use it)
+  bool hpc_job_label = true;  // add hpc_job to GPU series (off: only the join series, for cardinality)
+  // The clock of the idle window; null: std::chrono::steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 class AttributedCollector : public Collector {
  public:
-  // `table` must outlive the collector; `resolver` may be null (no /proc attribution).
-  AttributedCollector(std::unique_ptr<Collector> inner, JobTable* table,
+  // Utilisation (SM active where the GPU reports it, else GPU utilisation, as the mixin's
+  // gpuscope:gpu_utilisation:ratio) below which an allocated GPU counts as idle: the mixin's
+  // idleUtilisation threshold.
+  static constexpr double kIdleUtilisation = 0.05;
+  // How long the utilisation must stay below kIdleUtilisation, in every cycle, before
+  // gpuscope_gpu_allocated_idle is 1: long enough that a step's data loading or a short pause is not
+  // idleness, short enough for a dashboard of "now". The mixin's alert adds its own `for:` duration.
+  static constexpr std::chrono::seconds kIdleWindow{60};
+
+  // `node` must outlive the collector; `resolver` may be null (no /proc attribution). `inner` publishes
+  // its GpuInventory to `node` in Collect().
+  AttributedCollector(std::unique_ptr<Collector> inner, NodeState* node,
                       std::unique_ptr<ProcResolver> resolver, AttributionOptions options);
   ~AttributedCollector() override;
 
@@ -48,14 +62,13 @@ class AttributedCollector : public Collector {
   static std::vector<MetricDescription> DescribeAttribution();
 
  private:
-  void WriteDeviceMap(const std::vector<MetricFamily>& families);
-  void PublishGpuDirectory(const std::vector<MetricFamily>& families);
-
   std::unique_ptr<Collector> inner_;
-  JobTable* table_;
+  NodeState* node_;
   std::unique_ptr<ProcResolver> resolver_;
   AttributionOptions options_;
-  std::string device_map_written_;  // content last written, to write only on change
+  // (JobTable GPU key, job id) -> since when its utilisation has been below kIdleUtilisation in every
+  // cycle (allocations not seen in a cycle are dropped).
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> quiet_since_;
 };
 
 }  // namespace gpuscope

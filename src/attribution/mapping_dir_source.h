@@ -33,10 +33,10 @@
 #include <utility>
 #include <vector>
 
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/core/metric.h"
 #include "src/core/status.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
 
 namespace gpuscope {
 

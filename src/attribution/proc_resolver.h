@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "src/attribution/job_table.h"
 #include "src/core/metric.h"
+#include "src/node/job_table.h"
 
 namespace gpuscope {
 

@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "src/attribution/job_table.h"
 #include "src/core/metric.h"
 #include "src/core/mutex.h"
 #include "src/core/status.h"
+#include "src/node/job_table.h"
 #include "src/parsers/scontrol_job.h"
 #include "src/platform/command.h"  // RunCommandWithTimeout, CommandResult
 

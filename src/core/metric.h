@@ -5,6 +5,7 @@
 // Thread-safety: value types. A MetricFamily inside a published Snapshot is immutable.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,9 +21,23 @@ std::string_view MetricTypeName(MetricType type);  // "gauge", "counter", "info"
 // in the same order (fixed label sets per family).
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// What a sample is about, for the layers that enrich it after the collector (attribution ties a GPU
+// sample to the job holding that GPU or MIG instance, a process sample to its process's job). Set by the
+// collector that knows; never rendered. The defaults mean "not about one GPU / instance / process".
+struct SampleSubject {
+  static constexpr int32_t kNone = -1;
+  int32_t gpu = kNone;           // NVML index of the GPU
+  int32_t gpu_instance = kNone;  // MIG GPU instance id (GPU_I_ID)
+  uint32_t pid = 0;              // the process, 0 when none
+};
+
 struct Sample {
+  Sample() = default;
+  Sample(Labels labels_in, double value_in, SampleSubject subject_in = {})
+      : labels(std::move(labels_in)), value(value_in), subject(subject_in) {}
   Labels labels;
   double value = 0;
+  SampleSubject subject;
 };
 
 struct MetricFamily {

@@ -7,14 +7,14 @@
 #include <set>
 #include <utility>
 
-#include "src/attribution/event_attribution.h"
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/core/log.h"
 #include "src/core/utf8.h"
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/kernel_classifier.h"
-#include "src/events/xid_ledger.h"
+#include "src/events/event_attribution.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
+#include "src/node/xid_ledger.h"
 
 namespace gpuscope {
 namespace {

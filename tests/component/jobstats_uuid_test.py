@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 import unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
 
 AGENT, SIM, SCENARIOS = sys.argv[1:4]
 
@@ -81,4 +83,4 @@ class JobstatsUuidFiles(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest_main.main(argv=sys.argv[:1])

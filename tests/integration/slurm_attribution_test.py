@@ -143,12 +143,12 @@ class SlurmAttribution(unittest.TestCase):
         self.assertEqual(self.gpus_of(job), [])
         self.assertEqual(self.series("gpuscope_job_info", hpc_job=job), [])
 
-    def test_allocated_gpu_without_a_process_is_reported_idle(self):
+    def test_allocated_gpu_without_a_process_is_reported_without_process(self):
         job = self.cluster.sbatch("sleep 300", ["--gres=gpu:1"], user="alice", account="ml")
         self.addCleanup(lambda: self.cluster.run_client(["scancel", job], check=False))
         self.wait_running(job)
         self.after_next_full_cycle()
-        idle = self.series("gpuscope_gpu_allocated_idle", hpc_job=job)
+        idle = self.series("gpuscope_gpu_allocated_without_process", hpc_job=job)
         self.assertEqual(len(idle), 1)
         self.assertEqual(idle[0][1], 1.0, "allocated to the job, no GPU process: the wasted GPU")
         self.assertEqual(self.process_gpus_of(job), [])

@@ -28,7 +28,7 @@ function(c)
       lib.stat('Allocated but idle',
                [lib.target('sum(gpuscope_gpu_allocated_idle{%s}) or vector(0)' % s)],
                thresholds=[[1, 'orange']],
-               description='GPUs a job holds while no process runs on them.'),
+               description='GPUs a job holds whose utilisation stayed below 5% for the last minute, whether or not a process holds them (gpuscope_gpu_allocated_idle, from the agent).'),
 
       lib.heatmap('Fleet utilisation heatmap',
                   [lib.target('100 * %s' % c.util(s), '{{%s}} GPU {{gpu}}' % c.nodeLabel)],
@@ -41,7 +41,7 @@ function(c)
                      max=1),
       lib.timeseries('GPUs allocated and idle', [
         lib.target('count(DCGM_FI_DEV_GPU_UTIL{%s, %s!=""}) or vector(0)' % [s, c.jobLabel], 'allocated'),
-        lib.target('sum(gpuscope_gpu_allocated_idle{%s}) or vector(0)' % s, 'allocated, no process'),
+        lib.target('sum(gpuscope_gpu_allocated_idle{%s}) or vector(0)' % s, 'allocated, idle'),
         lib.target('count(gpuscope_gpu_up{%s})' % s, 'all'),
       ]),
 

@@ -81,7 +81,7 @@ function(c)
                 columnLinks={ [j]: c.cellLink(c.uids.l4, 'job') },
                 w=12),
       lib.timeseries('Allocated GPUs without a process', [
-        lib.target('max by (gpu, %s) (gpuscope_gpu_allocated_idle{%s})' % [j, s], 'GPU {{gpu}} job {{%s}}' % j),
+        lib.target('max by (gpu, %s) (gpuscope_gpu_allocated_without_process{%s})' % [j, s], 'GPU {{gpu}} job {{%s}}' % j),
       ], w=12),
     ],
     annotations=[c.annotations.xid(s), c.annotations.eccDbe(s)],

@@ -37,7 +37,7 @@ function(c)
                thresholds=[[0.5, 'yellow'], [0.8, 'green']],
                description="Utilisation of the job's least busy GPU as a share of the median: low means a straggler holds the job back."),
       lib.stat('Allocated GPUs without a process',
-               [lib.target('sum(gpuscope_gpu_allocated_idle{%s}) or vector(0)' % s)],
+               [lib.target('sum(gpuscope_gpu_allocated_without_process{%s}) or vector(0)' % s)],
                thresholds=[[1, 'orange']]),
       lib.stat('Energy in range',
                [lib.target('sum(increase(gpuscope_gpu_energy_joules_total{%s}[$__range])) / 3.6e6' % s)],

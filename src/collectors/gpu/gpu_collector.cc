@@ -8,7 +8,7 @@
 #include "src/collectors/gpu/gpu_worker.h"
 #include "src/collectors/gpu/xid_events.h"
 #include "src/core/log.h"
-#include "src/events/xid_ledger.h"
+#include "src/node/node_state.h"
 #include "src/parsers/pci.h"
 #include "src/platform/nvml/nvml_library.h"
 
@@ -26,7 +26,8 @@ std::string LocalHostname() {
 GpuCollector::GpuCollector(GpuCollectorOptions options)
     : options_(std::move(options)),
       specs_(FamilySpecs(options_.dcgm_compat)),
-      xid_ledger_(options_.xid_ledger != nullptr ? options_.xid_ledger : std::make_shared<XidLedger>()) {
+      own_node_state_(options_.node_state != nullptr ? nullptr : std::make_unique<NodeState>()),
+      node_state_(options_.node_state != nullptr ? options_.node_state : own_node_state_.get()) {
   node_.compat = options_.dcgm_compat;
   node_.host.name = std::string(HostnameLabelName(options_.dcgm_compat));
   node_.host.value = options_.hostname.empty() ? LocalHostname() : options_.hostname;
@@ -153,15 +154,11 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     if (devices[i] == nullptr) continue;
     if (auto bus = CanonicalPciBusId(devices[i]->identity().pci_bus_id)) by_bus.emplace(*bus, i);
   }
-  // NVML's XID events go into the ledger the kernel log also feeds, which counts each event once.
-  for (const XidCount& c : xids_->Counts()) {
-    uint64_t& fed = xids_fed_[{c.gpu_index, c.xid}];
-    if (c.count <= fed || c.gpu_index >= n || devices[c.gpu_index] == nullptr) continue;
-    const std::string& bus = devices[c.gpu_index]->identity().pci_bus_id;
-    for (; fed < c.count; ++fed) {
-      xid_ledger_->Record(XidObserver::kNvml, bus, static_cast<uint32_t>(c.xid), c.last_seen_seconds);
-    }
-  }
+  std::vector<char> up(n, 0);
+  for (size_t i = 0; i < n; ++i) up[i] = finished[i] && outcome[i] == GpuWorker::Outcome::kOk;
+  // The typed facts of this cycle go to the node state first: its ledger then holds NVML's new XIDs too.
+  node_state_->PublishGpuInventory(BuildInventory(devices, up));
+  XidLedger& xid_ledger = node_state_->xids();
 
   std::vector<MetricFamily> families(kGpuFamilyCount);
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
@@ -178,9 +175,10 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     const GpuDevice* device = devices[i].get();
     const bool up = finished[i] && outcome[i] == GpuWorker::Outcome::kOk;
     const Labels& labels = device != nullptr ? device->labels() : gpu.placeholder;
-    family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0});
+    const SampleSubject subject{static_cast<int32_t>(i), SampleSubject::kNone, 0};
+    family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0, subject});
     if (device != nullptr) {
-      Sample info{labels, 1};
+      Sample info{labels, 1, subject};
       info.labels.emplace_back("serial", device->identity().serial);
       info.labels.emplace_back("nvml_version", node_.nvml_version);
       info.labels.emplace_back("mig_mode", device->mig_enabled() ? "enabled" : "disabled");
@@ -217,13 +215,15 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     gpu.buffer.clear();
     family(GpuFamily::kXidErrors)
         .samples.push_back(
-            Sample{labels, static_cast<double>(xid_ledger_->LastXid(device->identity().pci_bus_id))});
+            Sample{labels, static_cast<double>(xid_ledger.LastXid(device->identity().pci_bus_id)), subject});
   }
-  for (const XidLedgerEntry& e : xid_ledger_->Entries()) {
+  for (const XidLedgerEntry& e : xid_ledger.Entries()) {
     Labels labels;
+    SampleSubject subject;
     auto gpu = by_bus.find(e.pci_bus_id);
     if (gpu != by_bus.end()) {
       labels = devices[gpu->second]->labels();
+      subject.gpu = static_cast<int32_t>(gpu->second);
     } else {
       // A GPU NVML does not show (lost before the agent started, or not opened): the kernel log's XIDs
       // still count, under its bus id.
@@ -234,11 +234,11 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
       }
     }
     std::string xid = std::to_string(e.xid);
-    Sample total{labels, static_cast<double>(e.count)};
+    Sample total{labels, static_cast<double>(e.count), subject};
     total.labels.emplace_back("xid", xid);
     total.labels.emplace_back("action", e.action);
     family(GpuFamily::kXidErrorsTotal).samples.push_back(std::move(total));
-    Sample seen{std::move(labels), e.last_seen_seconds};
+    Sample seen{std::move(labels), e.last_seen_seconds, subject};
     seen.labels.emplace_back("xid", std::move(xid));
     seen.labels.emplace_back("action", e.action);
     family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
@@ -248,6 +248,71 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
   }
   if (reporting == 0) return Status::Unavailable("no GPU answered this cycle");
   return Status::Ok();
+}
+
+GpuInventory GpuCollector::BuildInventory(const std::vector<std::shared_ptr<const GpuDevice>>& devices,
+                                          const std::vector<char>& up) {
+  GpuInventory inventory;
+  inventory.host_label = node_.host.name;
+  inventory.hostname = node_.host.value;
+  inventory.devices.resize(gpus_.size());
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    GpuDeviceInventory& d = inventory.devices[i];
+    d.index = static_cast<uint32_t>(i);
+    d.up = up[i] != 0;
+    const GpuDevice* device = devices[i].get();
+    if (device == nullptr) {
+      d.labels = gpus_[i].placeholder;
+      continue;
+    }
+    d.opened = true;
+    d.minor = device->identity().minor;
+    d.uuid = device->identity().uuid;
+    d.pci_bus_id = device->identity().pci_bus_id;
+    d.model = device->identity().model_name;
+    d.labels = device->labels();
+    for (const GpuDevice::MigIdentity& m : device->mig_identities()) {
+      d.mig.push_back({m.gpu_instance_id, m.profile, m.uuids, std::nullopt});
+    }
+    if (!d.up) continue;
+    // This cycle's facts, from the worker's typed samples (family and subject), not from their labels.
+    for (const GpuSample& s : gpus_[i].buffer) {
+      const int32_t instance = s.sample.subject.gpu_instance;
+      switch (s.family) {
+        case GpuFamily::kGpuUtil:
+          d.gpu_utilization = s.sample.value / 100.0;
+          break;
+        case GpuFamily::kProfSmActive:
+          if (instance == SampleSubject::kNone) {
+            d.sm_active = s.sample.value;
+          } else {
+            for (MigInstanceInventory& m : d.mig) {
+              if (static_cast<int32_t>(m.gpu_instance_id) == instance) m.sm_active = s.sample.value;
+            }
+          }
+          break;
+        case GpuFamily::kProcesses:
+          d.processes_listed = true;
+          break;
+        case GpuFamily::kProcessMemoryBytes:
+          inventory.processes.push_back(
+              {d.index, instance, s.sample.subject.pid, static_cast<uint64_t>(s.sample.value)});
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  // NVML's XID events since the previous cycle, for the ledger the kernel log also feeds.
+  for (const XidCount& c : xids_->Counts()) {
+    uint64_t& fed = xids_fed_[{c.gpu_index, c.xid}];
+    if (c.count <= fed || c.gpu_index >= devices.size() || devices[c.gpu_index] == nullptr) continue;
+    const std::string& bus = devices[c.gpu_index]->identity().pci_bus_id;
+    for (; fed < c.count; ++fed) {
+      inventory.xids.push_back({bus, static_cast<uint32_t>(c.xid), c.last_seen_seconds});
+    }
+  }
+  return inventory;
 }
 
 std::vector<MetricDescription> GpuCollector::Describe() const {

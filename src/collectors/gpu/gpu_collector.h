@@ -4,9 +4,11 @@
 // gpuscope_gpu_up 0 while the others keep reporting, at start-up as later. A GPU that cannot be opened is
 // reported down with placeholder labels (gpu="<index>", empty identity) and its open is retried at most
 // every init_retry_interval. XID errors come from NVML event threads (GPUs that open late are added);
-// GPM metrics (Hopper+) are computed between cycles. XID counts come from an XidLedger shared with the
-// event pipeline, which merges NVML's XID events with the kernel log's "NVRM: Xid" lines. Logs go to the core
-// logger (collector=gpu).
+// GPM metrics (Hopper+) are computed between cycles. Each cycle it publishes a typed GpuInventory (devices,
+// MIG instances, processes, utilisation, new NVML XIDs) to the NodeState before it returns its families,
+// and every sample carries its subject (GPU index, MIG instance, pid) for attribution. XID counts come
+// from the node state's XidLedger, which merges NVML's XID events with the kernel log's "NVRM: Xid" lines.
+// Logs go to the core logger (collector=gpu).
 //
 // Thread-safety: as Collector: Collect() from the scheduler thread only; Describe(), Name() and
 // Healthy() from any thread.
@@ -28,9 +30,10 @@
 namespace gpuscope {
 
 class GpuWorker;
+class NodeState;
 class NvmlLibrary;
 class XidEventMonitor;
-class XidLedger;
+struct GpuInventory;
 
 struct GpuCollectorOptions {
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml.library
@@ -43,8 +46,9 @@ struct GpuCollectorOptions {
   // When NVML cannot be loaded or initialised, or a GPU cannot be opened, Collect() tries again at most
   // this often (per GPU for opens).
   std::chrono::milliseconds init_retry_interval{10000};
-  // The XID count shared with the event pipeline's kernel-log XIDs; null: the collector keeps its own.
-  std::shared_ptr<XidLedger> xid_ledger;
+  // Where the inventory goes and the XID count shared with the event pipeline's kernel-log XIDs come
+  // from; must outlive the collector. Null: the collector keeps a NodeState of its own.
+  NodeState* node_state = nullptr;
 };
 
 class GpuCollector : public Collector {
@@ -77,6 +81,9 @@ class GpuCollector : public Collector {
 
   // nvmlInit, driver version, device count; starts one worker per GPU (no per-GPU NVML call).
   Status Init();
+  // The inventory of this cycle from the workers' results (before their samples move into families).
+  GpuInventory BuildInventory(const std::vector<std::shared_ptr<const GpuDevice>>& devices,
+                              const std::vector<char>& up);
   void Shutdown();
 
   GpuCollectorOptions options_;
@@ -91,7 +98,8 @@ class GpuCollector : public Collector {
   std::shared_ptr<NvmlLibrary> nvml_;
   std::vector<Gpu> gpus_;
   std::unique_ptr<XidEventMonitor> xids_;
-  std::shared_ptr<XidLedger> xid_ledger_;
+  std::unique_ptr<NodeState> own_node_state_;  // when options_.node_state is null
+  NodeState* node_state_;
   std::map<std::pair<unsigned int, unsigned long long>, uint64_t> xids_fed_;  // NVML counts fed so far
 };
 

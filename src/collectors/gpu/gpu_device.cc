@@ -246,6 +246,7 @@ void GpuDevice::DiscoverMig() {
     for (const std::string& uuid : instance.uuids) uuids += (uuids.empty() ? "" : ",") + uuid;
     instance.info_labels = instance.labels;
     instance.info_labels.emplace_back("mig_uuid", std::move(uuids));
+    mig_identities_.push_back({instance.mig.gpu_instance_id, instance.mig.profile, instance.uuids});
   }
 }
 
@@ -279,7 +280,7 @@ bool GpuDevice::CheckLink(Link& link, int link_probe, nvmlReturn_t result) {
 
 void GpuDevice::Emit(GpuFamily family, double value) {
   const Labels& labels = Spec(specs_, family).mig_labels ? labels_mig_slots_ : labels_;
-  out_->push_back(GpuSample{family, Sample{labels, value}});
+  out_->push_back(GpuSample{family, Sample{labels, value, Subject()}});
 }
 
 void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1) {
@@ -295,8 +296,14 @@ void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, st
   labels.emplace_back(k2, v2);
 }
 
-void GpuDevice::EmitMig(GpuFamily family, double value, const Labels& labels) {
-  out_->push_back(GpuSample{family, Sample{labels, value}});
+void GpuDevice::EmitMig(GpuFamily family, double value, const MigInstance& instance) {
+  EmitMig(family, value, instance, instance.labels);
+}
+
+void GpuDevice::EmitMig(GpuFamily family, double value, const MigInstance& instance, const Labels& labels) {
+  SampleSubject subject = Subject();
+  subject.gpu_instance = static_cast<int32_t>(instance.mig.gpu_instance_id);
+  out_->push_back(GpuSample{family, Sample{labels, value, subject}});
 }
 
 GpuDevice::ReadOutcome GpuDevice::Read(GpuSampleBuffer* out) {
@@ -630,10 +637,13 @@ void GpuDevice::ReadProcesses() {
     std::string instance = p.gpu_instance_id == kNoGpuInstance ? "" : std::to_string(p.gpu_instance_id);
     EmitWith(GpuFamily::kProcessMemoryBytes, static_cast<double>(p.bytes), "pid", std::to_string(p.pid),
              "GPU_I_ID", instance);
+    SampleSubject& subject = out_->back().sample.subject;
+    subject.pid = p.pid;
+    if (p.gpu_instance_id != kNoGpuInstance) subject.gpu_instance = static_cast<int32_t>(p.gpu_instance_id);
   }
 }
 
-void GpuDevice::EmitGpm(const GpmValues& v, const Labels* mig_labels, bool whole_gpu) {
+void GpuDevice::EmitGpm(const GpmValues& v, const MigInstance* mig, bool whole_gpu) {
   struct Map {
     GpmMetric metric;
     GpuFamily family;
@@ -656,8 +666,8 @@ void GpuDevice::EmitGpm(const GpmValues& v, const Labels* mig_labels, bool whole
   };
   for (const Map& m : kPerInstance) {
     if (!v.Has(m.metric)) continue;
-    if (mig_labels != nullptr)
-      EmitMig(m.family, v.Get(m.metric), *mig_labels);
+    if (mig != nullptr)
+      EmitMig(m.family, v.Get(m.metric), *mig);
     else
       Emit(m.family, v.Get(m.metric));
   }
@@ -681,18 +691,18 @@ void GpuDevice::ReadMig() {
   const NvmlLibrary& nvml = *nvml_;
   for (MigInstance& instance : mig_instances_) {
     if (lost_) return;
-    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance.info_labels);
+    EmitMig(GpuFamily::kMigInstanceInfo, 1, instance, instance.info_labels);
     nvmlMemory_v2_t memory{};
     memory.version = nvmlMemory_v2;
     if (Enabled(GpuProbe::kMigMemory) &&
         Check(GpuProbe::kMigMemory, nvml.nvmlDeviceGetMemoryInfo_v2(instance.handle, &memory))) {
-      EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance.labels);
-      EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance.labels);
-      EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance.labels);
+      EmitMig(GpuFamily::kFbFree, BytesToWholeMiB(memory.free), instance);
+      EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance);
+      EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance);
     }
     if (instance.gpm != nullptr && Enabled(GpuProbe::kMigGpm) &&
         Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {
-      EmitGpm(gpm_values_, &instance.labels, false);
+      EmitGpm(gpm_values_, &instance, false);
     }
   }
 }

@@ -26,7 +26,8 @@
 
 namespace gpuscope {
 
-// One sample of one family, as a worker produces it; the collector groups them into families.
+// One sample of one family, as a worker produces it; the collector groups them into families. The
+// sample's subject names the GPU (and MIG instance, process) it is about.
 struct GpuSample {
   GpuFamily family;
   Sample sample;
@@ -102,6 +103,13 @@ class GpuDevice {
   const Labels& labels() const { return labels_; }
   const Labels& labels_with_mig_slots() const { return labels_mig_slots_; }
   bool mig_enabled() const { return mig_enabled_; }
+  // The MIG GPU instances found at open (immutable after Open()).
+  struct MigIdentity {
+    unsigned int gpu_instance_id = 0;
+    std::string profile;
+    std::vector<std::string> uuids;  // of its MIG devices, one per compute instance ("MIG-...")
+  };
+  const std::vector<MigIdentity>& mig_identities() const { return mig_identities_; }
   // Whether `probe` has been disabled on this GPU (unsupported or missing). Racy when read while the
   // worker runs Read(); meant for logs and tests after a cycle.
   bool Disabled(GpuProbe probe) const { return disabled_.test(static_cast<size_t>(probe)); }
@@ -136,7 +144,8 @@ class GpuDevice {
   void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1);
   void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1, std::string_view k2,
                 std::string_view v2);
-  void EmitMig(GpuFamily family, double value, const Labels& labels);
+  void EmitMig(GpuFamily family, double value, const MigInstance& instance);
+  void EmitMig(GpuFamily family, double value, const MigInstance& instance, const Labels& labels);
 
   void ReadClocksAndTemperature();
   void ReadPower();
@@ -150,7 +159,8 @@ class GpuDevice {
   void ReadProcesses();
   void ReadGpm();
   void ReadMig();
-  void EmitGpm(const GpmValues& values, const Labels* mig_labels, bool whole_gpu);
+  void EmitGpm(const GpmValues& values, const MigInstance* mig, bool whole_gpu);
+  SampleSubject Subject() const { return {static_cast<int32_t>(identity_.index), SampleSubject::kNone, 0}; }
 
   std::shared_ptr<const NvmlLibrary> nvml_;
   nvmlDevice_t handle_;
@@ -168,6 +178,7 @@ class GpuDevice {
   bool mig_enabled_ = false;
   std::vector<Link> links_;
   std::vector<MigInstance> mig_instances_;
+  std::vector<MigIdentity> mig_identities_;
   std::unique_ptr<GpmSampler> gpm_;  // null when GPM is unsupported
   GpmValues gpm_values_;
 

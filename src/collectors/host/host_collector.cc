@@ -11,8 +11,8 @@
 #include <tuple>
 #include <utility>
 
-#include "src/core/gpu_process_table.h"
 #include "src/core/log.h"
+#include "src/node/gpu_process_table.h"
 #include "src/parsers/cpulist.h"
 #include "src/parsers/pcie_link.h"
 #include "src/parsers/proc_placement.h"

@@ -1,5 +1,6 @@
-// The attribution layer on the GPU collector's output: hpc_job labels as dcgm-exporter adds them, the
-// join series, allocated-but-idle GPUs, and the device map for the prolog.
+// The attribution layer on the GPU collector's output: hpc_job labels as dcgm-exporter adds them (from
+// each sample's subject, never its labels), the join series, allocated GPUs without a process and
+// allocated GPUs idle over the window.
 #include "src/attribution/attributed_collector.h"
 
 #include <gmock/gmock.h>
@@ -8,8 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "src/attribution/gpu_directory.h"
+#include "src/node/gpu_directory.h"
 #include "src/attribution/proc_resolver.h"
+#include "src/node/node_state.h"
 
 namespace gpuscope {
 namespace {
@@ -33,30 +35,58 @@ Labels With(Labels labels, std::string name, std::string value) {
   return labels;
 }
 
+SampleSubject On(int gpu, uint32_t pid = 0) { return {gpu, SampleSubject::kNone, pid}; }
+
 // Stands in for the GPU collector: four GPUs; GPU 0 runs pids 1001 and 1002 (job 1234 in the proc
-// fixture), GPU 1 runs pid 5001 (job 4321 through environ), GPUs 2 and 3 run nothing.
+// fixture), GPU 1 runs pid 5001 (job 4321 through environ), GPUs 2 and 3 run nothing. GPU i's
+// utilisation is `utilisation[i]` (ratio). Like the GPU collector, it publishes its inventory to the node
+// state and marks every sample with its subject.
 class FakeGpuCollector : public Collector {
  public:
+  FakeGpuCollector(NodeState* node, const double* utilisation) : node_(node), utilisation_(utilisation) {}
   std::string_view Name() const override { return "gpu"; }
   Status Collect(std::vector<MetricFamily>& out) override {
     MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {}};
     MetricFamily util{"DCGM_FI_DEV_GPU_UTIL", "", MetricType::kGauge, "", {}};
     MetricFamily processes{"gpuscope_gpu_processes", "", MetricType::kGauge, "", {}};
     MetricFamily memory{"gpuscope_gpu_process_memory_bytes", "", MetricType::kGauge, "", {}};
+    GpuInventory inventory;
+    inventory.host_label = "Hostname";
+    inventory.hostname = "n1";
     for (int i = 0; i < 4; ++i) {
-      up.samples.push_back({GpuLabels(i), 1});
-      util.samples.push_back({GpuLabels(i), 10.0 * i});
+      up.samples.push_back({GpuLabels(i), 1, On(i)});
+      util.samples.push_back({GpuLabels(i), 100 * utilisation_[i], On(i)});
+      GpuDeviceInventory device;
+      device.index = static_cast<uint32_t>(i);
+      device.opened = device.up = device.processes_listed = true;
+      device.minor = static_cast<uint32_t>(7 - i);
+      device.uuid = "GPU-" + std::to_string(i);
+      device.pci_bus_id = "00000000:1" + std::to_string(i) + ":00.0";
+      device.labels = GpuLabels(i);
+      device.gpu_utilization = utilisation_[i];
+      inventory.devices.push_back(device);
     }
-    processes.samples = {{GpuLabels(0), 2}, {GpuLabels(1), 1}, {GpuLabels(2), 0}, {GpuLabels(3), 0}};
-    memory.samples = {{With(With(GpuLabels(0), "pid", "1001"), "GPU_I_ID", ""), 1e9},
-                      {With(With(GpuLabels(0), "pid", "1002"), "GPU_I_ID", ""), 1e9},
-                      {With(With(GpuLabels(1), "pid", "5001"), "GPU_I_ID", ""), 1e9}};
+    processes.samples = {{GpuLabels(0), 2, On(0)},
+                         {GpuLabels(1), 1, On(1)},
+                         {GpuLabels(2), 0, On(2)},
+                         {GpuLabels(3), 0, On(3)}};
+    memory.samples = {{With(With(GpuLabels(0), "pid", "1001"), "GPU_I_ID", ""), 1e9, On(0, 1001)},
+                      {With(With(GpuLabels(0), "pid", "1002"), "GPU_I_ID", ""), 1e9, On(0, 1002)},
+                      {With(With(GpuLabels(1), "pid", "5001"), "GPU_I_ID", ""), 1e9, On(1, 5001)}};
+    inventory.processes = {{0, SampleSubject::kNone, 1001, 1000000000},
+                           {0, SampleSubject::kNone, 1002, 1000000000},
+                           {1, SampleSubject::kNone, 5001, 1000000000}};
+    node_->PublishGpuInventory(std::move(inventory));
     out = {up, util, processes, memory};
     return Status::Ok();
   }
   std::vector<MetricDescription> Describe() const override {
     return {{"DCGM_FI_DEV_GPU_UTIL", MetricType::kGauge, "util", "", {}, "nvml"}};
   }
+
+ private:
+  NodeState* node_;
+  const double* utilisation_;
 };
 
 const MetricFamily* Find(const std::vector<MetricFamily>& families, std::string_view name) {
@@ -76,12 +106,30 @@ std::string Label(const Sample& sample, std::string_view name) {
 class AttributedCollectorTest : public ::testing::Test {
  protected:
   std::unique_ptr<AttributedCollector> Make(AttributionOptions options = {}) {
-    return std::make_unique<AttributedCollector>(std::make_unique<FakeGpuCollector>(), &table_,
-                                                 std::make_unique<ProcResolver>(GPUSCOPE_PROC_FIXTURE),
-                                                 std::move(options));
+    if (!options.now) options.now = [this] { return now_; };
+    return std::make_unique<AttributedCollector>(
+        std::make_unique<FakeGpuCollector>(&node_, utilisation_), &node_,
+        std::make_unique<ProcResolver>(GPUSCOPE_PROC_FIXTURE), std::move(options));
   }
-  JobTable table_;
+  // The value of `family` for `job`; -1 when absent.
+  static double ValueFor(const std::vector<MetricFamily>& out, std::string_view family,
+                         const std::string& job);
+
+  NodeState node_;
+  JobTable& table_ = node_.jobs();
+  double utilisation_[4] = {0.0, 0.1, 0.2, 0.3};
+  std::chrono::steady_clock::time_point now_{};
 };
+
+double AttributedCollectorTest::ValueFor(const std::vector<MetricFamily>& out, std::string_view family,
+                                         const std::string& job) {
+  const MetricFamily* f = Find(out, family);
+  if (f == nullptr) return -1;
+  for (const Sample& s : f->samples) {
+    if (Label(s, "hpc_job") == job) return s.value;
+  }
+  return -1;
+}
 
 TEST_F(AttributedCollectorTest, GpuSeriesGetTheJobOfTheirGpuFromProcesses) {
   auto collector = Make();
@@ -142,7 +190,7 @@ TEST_F(AttributedCollectorTest, JoinSeriesCarryUserAccountRankAndTheIdleAllocati
   EXPECT_THAT(rank_by_gpu, Contains(Pair("3/900", "")));
   EXPECT_EQ(Label(allocation->samples[0], "UUID"), "GPU-0") << "identity labels for the join";
 
-  const MetricFamily* idle = Find(out, "gpuscope_gpu_allocated_idle");
+  const MetricFamily* idle = Find(out, "gpuscope_gpu_allocated_without_process");
   ASSERT_NE(idle, nullptr);
   std::map<std::string, double> idle_by_job;
   for (const Sample& s : idle->samples) idle_by_job[Label(s, "hpc_job")] = s.value;
@@ -165,7 +213,9 @@ TEST_F(AttributedCollectorTest, EndedJobsVanishWithTheirMapping) {
 
 TEST_F(AttributedCollectorTest, HpcJobLabelCanBeTurnedOffForCardinality) {
   table_.Update(AttributionSource::kMapping, {{{"2", "700", "", ""}, {"2", "701", "", ""}}, {}});
-  auto collector = Make({.hpc_job_label = false, .device_map_file = ""});
+  AttributionOptions options;
+  options.hpc_job_label = false;
+  auto collector = Make(options);
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector->Collect(out).ok());
   const MetricFamily* util = Find(out, "DCGM_FI_DEV_GPU_UTIL");
@@ -174,52 +224,78 @@ TEST_F(AttributedCollectorTest, HpcJobLabelCanBeTurnedOffForCardinality) {
   EXPECT_NE(Find(out, "gpuscope_gpu_allocation_info"), nullptr) << "the join series stay";
 }
 
-TEST_F(AttributedCollectorTest, WritesTheDeviceMapThePrologReads) {
-  std::string path = ::testing::TempDir() + "/gpuscope-devices-test/devices";
-  auto collector = Make({.hpc_job_label = true, .device_map_file = path});
+TEST_F(AttributedCollectorTest, AllocatedGpuIsIdleOnlyAfterAWholeWindowBelowTheThreshold) {
+  // GPU 3 runs nothing at all, GPU 0 holds two processes that compute nothing (the notebook case), GPU 1
+  // computes at 10%.
+  table_.Update(AttributionSource::kMapping,
+                {{{"0", "100", "", ""}, {"1", "101", "", ""}, {"3", "103", "", ""}}, {}});
+  utilisation_[3] = 0.0;
+  auto collector = Make();
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector->Collect(out).ok());
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_EQ(text.str(),
-            "# nvml_index minor pci_bus_id uuid (written by gpuscope-agent)\n"
-            "0 7 00000000:10:00.0 GPU-0\n1 6 00000000:11:00.0 GPU-1\n"
-            "2 5 00000000:12:00.0 GPU-2\n3 4 00000000:13:00.0 GPU-3\n");
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 0) << "not yet a whole window";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_without_process", "100"), 0) << "it holds processes";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_without_process", "103"), 1);
+  now_ += AttributedCollector::kIdleWindow - std::chrono::seconds(1);
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 0);
+  now_ += std::chrono::seconds(1);
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 1)
+      << "a process holds memory but the GPU computed nothing for the whole window";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "103"), 1) << "no process, no work";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "101"), 0) << "10% is work";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "102"), -1) << "GPU 2 is not allocated";
 }
 
-// Stands in for the GPU collector on a MIG node: GPU 0 with GPU instance 1 holding two MIG devices.
-class FakeMigGpuCollector : public Collector {
- public:
-  std::string_view Name() const override { return "gpu"; }
-  Status Collect(std::vector<MetricFamily>& out) override {
-    MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {{GpuLabels(0), 1}}};
-    Labels instance =
-        With(With(With(GpuLabels(0), "GPU_I_PROFILE", "3g.40gb"), "GPU_I_ID", "1"), "mig_uuid",
-             "MIG-aaaaaaaa-0000-4000-8000-000000000001,MIG-aaaaaaaa-0000-4000-8000-000000000002");
-    MetricFamily mig{"gpuscope_gpu_mig_instance_info", "", MetricType::kGauge, "", {{instance, 1}}};
-    out = {up, mig};
-    return Status::Ok();
-  }
-  std::vector<MetricDescription> Describe() const override { return {}; }
-};
-
-TEST_F(AttributedCollectorTest, PublishesEachGpuAndEachMigDeviceUuidToTheGpuDirectory) {
-  GpuDirectory gpus;
-  AttributionOptions options;
-  options.gpus = &gpus;
-  AttributedCollector collector(std::make_unique<FakeMigGpuCollector>(), &table_, nullptr, options);
+TEST_F(AttributedCollectorTest, OneBusyCycleStartsTheIdleWindowAgain) {
+  table_.Update(AttributionSource::kMapping, {{{"0", "100", "", ""}}, {}});
+  auto collector = Make();
   std::vector<MetricFamily> out;
-  ASSERT_TRUE(collector.Collect(out).ok());
-  EXPECT_EQ(gpus.GpuKeyOfUuid("GPU-0"), "0");
-  EXPECT_EQ(gpus.GpuKeyOfUuid("MIG-aaaaaaaa-0000-4000-8000-000000000001"), "0.1");
-  EXPECT_EQ(gpus.GpuKeyOfUuid("MIG-aaaaaaaa-0000-4000-8000-000000000002"), "0.1");
-  ASSERT_TRUE(gpus.Find("00000000:10:00.0").has_value());
-  EXPECT_EQ(gpus.Find("00000000:10:00.0")->mig.size(), 2u);
-  uint64_t version = gpus.Version();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  now_ += AttributedCollector::kIdleWindow;
+  utilisation_[0] = AttributedCollector::kIdleUtilisation;  // at the threshold: busy
   out.clear();
-  ASSERT_TRUE(collector.Collect(out).ok());
-  EXPECT_EQ(gpus.Version(), version) << "the same GPUs again are no change for the mapping source";
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 0);
+  utilisation_[0] = 0.01;
+  now_ += AttributedCollector::kIdleWindow - std::chrono::seconds(1);
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 0) << "quiet since the busy cycle only";
+  now_ += std::chrono::seconds(1);
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "100"), 1);
+}
+
+TEST_F(AttributedCollectorTest, ANewJobOnAnIdleGpuStartsItsOwnWindow) {
+  table_.Update(AttributionSource::kMapping, {{{"3", "900", "", ""}}, {}});
+  utilisation_[3] = 0.0;
+  auto collector = Make();
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  now_ += AttributedCollector::kIdleWindow;
+  table_.Update(AttributionSource::kMapping, {{{"3", "901", "", ""}}, {}});
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "901"), 0) << "the job just got the GPU";
+  EXPECT_EQ(ValueFor(out, "gpuscope_gpu_allocated_idle", "900"), -1) << "the ended job's series is gone";
+}
+
+TEST_F(AttributedCollectorTest, GpuProcessesWithTheirJobsGoToTheNodeState) {
+  auto collector = Make();
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  auto processes = node_.gpu_processes().Current();
+  ASSERT_EQ(processes->size(), 3u);
+  EXPECT_EQ((*processes)[0].gpu, "0");
+  EXPECT_EQ((*processes)[0].pci_bus_id, "00000000:10:00.0");
+  EXPECT_EQ((*processes)[0].hpc_job, "1234");
+  EXPECT_EQ((*processes)[2].pid, 5001u);
+  EXPECT_EQ((*processes)[2].hpc_job, "4321");
 }
 
 TEST_F(AttributedCollectorTest, DescribeAddsHpcJobAndTheJoinFamilies) {

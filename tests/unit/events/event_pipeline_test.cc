@@ -4,14 +4,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/events/sources/file_source.h"
 #include "src/events/sources/kmsg_source.h"
-#include "src/events/xid_ledger.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
+#include "src/node/xid_ledger.h"
 
 namespace gpuscope {
 namespace {
@@ -54,6 +56,21 @@ double Value(const std::vector<MetricFamily>& families, std::string_view name,
   return -1;
 }
 
+// An inventory of opened GPUs, as the GPU collector publishes it: (NVML index, PCI bus id, UUID).
+std::shared_ptr<const GpuInventory> OpenedGpus(
+    const std::vector<std::tuple<uint32_t, std::string, std::string>>& gpus) {
+  auto inventory = std::make_shared<GpuInventory>();
+  for (const auto& [index, bus, uuid] : gpus) {
+    if (inventory->devices.size() <= index) inventory->devices.resize(index + 1);
+    GpuDeviceInventory& device = inventory->devices[index];
+    device.index = index;
+    device.opened = true;
+    device.pci_bus_id = bus;
+    device.uuid = uuid;
+  }
+  return inventory;
+}
+
 class EventPipelineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,7 +79,7 @@ class EventPipelineTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "logs");
     fs::create_directories(dir_ / "state");
-    gpus_.Publish({{"00000000:2A:00.0", {"1", "GPU-one"}}});
+    gpus_.Publish(OpenedGpus({{1, "00000000:2A:00.0", "GPU-one"}}));
     AttributionUpdate update;
     update.jobs = {Job("4242", "alice", "ml")};
     jobs_.Update(AttributionSource::kMapping, update);

@@ -11,7 +11,8 @@
 #include <thread>
 
 #include "src/collectors/gpu/gpu_collector.h"
-#include "src/events/xid_ledger.h"
+#include "src/events/classifiers/xid_catalog.h"
+#include "src/node/node_state.h"
 #include "tests/unit/collectors/gpu/gpu_test_util.h"
 
 namespace gpuscope {
@@ -168,7 +169,13 @@ TEST(GpuCollectorFakeTest, LostGpuReportsDownWhileTheOtherKeepsReporting) {
 TEST(GpuCollectorFakeTest, KernelLogAndNvmlXidsOfOneEventCountOnceAndUnknownGpusKeepTheirBusId) {
   FakeNvml fake;
   GpuCollectorOptions options = FakeOptions();
-  options.xid_ledger = std::make_shared<XidLedger>(std::chrono::seconds(30));
+  // The node state as the agent makes it: a 30 s match window, actions named by the XID catalog.
+  NodeStateOptions node_options;
+  node_options.xid_match_window = std::chrono::seconds(30);
+  node_options.xid_action = [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); };
+  NodeState node(node_options);
+  XidLedger* ledger = &node.xids();
+  options.node_state = &node;
   GpuCollector collector(options);
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector.Collect(out).ok());
@@ -180,16 +187,16 @@ TEST(GpuCollectorFakeTest, KernelLogAndNvmlXidsOfOneEventCountOnceAndUnknownGpus
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   // The kernel log's line arrives first; NVML's event for the same XID follows.
-  EXPECT_TRUE(options.xid_ledger->Record(XidObserver::kKernelLog, bus, 79, now));
+  EXPECT_TRUE(ledger->Record(XidObserver::kKernelLog, bus, 79, now));
   // An XID on a bus NVML does not show (a GPU lost before the agent started).
-  EXPECT_TRUE(options.xid_ledger->Record(XidObserver::kKernelLog, "0000:ee:00.0", 79, now));
+  EXPECT_TRUE(ledger->Record(XidObserver::kKernelLog, "0000:ee:00.0", 79, now));
   fake.PushXid(1, 79);
-  for (int cycle = 0; cycle < 100 && options.xid_ledger->merged() == 0; ++cycle) {
+  for (int cycle = 0; cycle < 100 && ledger->merged() == 0; ++cycle) {
     out.clear();
     collector.Collect(out);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_EQ(options.xid_ledger->merged(), 1u);
+  ASSERT_EQ(ledger->merged(), 1u);
   out.clear();
   collector.Collect(out);
   const Sample* known = FindSample(out, "gpuscope_xid_errors_total", {{"gpu", "1"}, {"xid", "79"}});

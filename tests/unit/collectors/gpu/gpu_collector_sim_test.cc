@@ -15,6 +15,7 @@
 
 #include "sim/control.h"
 #include "src/collectors/gpu/gpu_collector.h"
+#include "src/node/node_state.h"
 #include "tests/unit/collectors/gpu/gpu_test_util.h"
 
 namespace gpuscope {
@@ -332,6 +333,63 @@ TEST(GpuCollectorSimTest, MigInstancesCarryProfileAndInstanceLabels) {
   EXPECT_EQ(FindFamily(out, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);
   EXPECT_NE(FindSample(out, "DCGM_FI_PROF_PCIE_TX_BYTES", {{"gpu", "2"}}), nullptr);
   EXPECT_EQ(Up(out, 0), 1);
+}
+
+TEST(GpuCollectorSimTest, PublishesATypedInventoryAndMarksEverySampleWithItsSubject) {
+  UseScenario("a100-mig.yaml", 100);
+  NodeState node;
+  GpuCollectorOptions options = SimOptions();
+  options.node_state = &node;
+  GpuCollector collector(options);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector.Collect(out).ok());
+  std::shared_ptr<const GpuInventory> inventory = node.gpus().Current();
+  ASSERT_EQ(inventory->devices.size(), 4u);
+  EXPECT_EQ(inventory->host_label, "Hostname");
+  EXPECT_EQ(inventory->hostname, "sim-node");
+  for (const GpuDeviceInventory& device : inventory->devices) {
+    const std::string gpu = std::to_string(device.index);
+    const Sample* info = FindSample(out, "gpuscope_gpu_info", {{"gpu", gpu}});
+    ASSERT_NE(info, nullptr);
+    EXPECT_TRUE(device.opened && device.up);
+    EXPECT_EQ(device.uuid, LabelValue(info->labels, "UUID"));
+    EXPECT_EQ(device.pci_bus_id, LabelValue(info->labels, "pci_bus_id"));
+    EXPECT_EQ("nvidia" + std::to_string(device.minor), LabelValue(info->labels, "device"));
+    EXPECT_EQ(device.model, LabelValue(info->labels, "modelName"));
+    EXPECT_TRUE(device.processes_listed);
+  }
+  // GPU 0: four MIG instances, each with its GPU_I_ID and its own MIG UUID.
+  const GpuDeviceInventory& mig_parent = inventory->devices[0];
+  ASSERT_EQ(mig_parent.mig.size(), 4u);
+  EXPECT_EQ(mig_parent.mig[0].gpu_instance_id, 1u);
+  EXPECT_EQ(mig_parent.mig[0].profile, "3g.40gb");
+  ASSERT_FALSE(mig_parent.mig[0].uuids.empty());
+  EXPECT_TRUE(mig_parent.mig[0].uuids[0].starts_with("MIG-")) << mig_parent.mig[0].uuids[0];
+  EXPECT_NE(mig_parent.mig[0].uuids, mig_parent.mig[1].uuids);
+  EXPECT_FALSE(mig_parent.gpu_utilization.has_value()) << "NOT_SUPPORTED on a MIG parent";
+  ASSERT_TRUE(inventory->devices[2].gpu_utilization.has_value());
+  EXPECT_TRUE(inventory->devices[2].mig.empty());
+  // Processes: the ones NVML listed, with their MIG instance where they run in one.
+  size_t process_samples = FindFamily(out, "gpuscope_gpu_process_memory_bytes")->samples.size();
+  ASSERT_GT(process_samples, 0u);
+  EXPECT_EQ(inventory->processes.size(), process_samples);
+  for (const Sample& s : FindFamily(out, "gpuscope_gpu_process_memory_bytes")->samples) {
+    EXPECT_NE(s.subject.pid, 0u);
+    EXPECT_EQ(LabelValue(s.labels, "pid"), std::to_string(s.subject.pid));
+    EXPECT_EQ(LabelValue(s.labels, "GPU_I_ID"),
+              s.subject.gpu_instance == SampleSubject::kNone ? "" : std::to_string(s.subject.gpu_instance));
+  }
+  // Every sample says which GPU (and MIG instance) it is about, as its labels do.
+  for (const MetricFamily& family : out) {
+    for (const Sample& s : family.samples) {
+      ASSERT_NE(s.subject.gpu, SampleSubject::kNone) << family.name;
+      EXPECT_EQ(LabelValue(s.labels, "gpu"), std::to_string(s.subject.gpu)) << family.name;
+      if (family.name != "gpuscope_gpu_process_memory_bytes" &&
+          s.subject.gpu_instance != SampleSubject::kNone) {
+        EXPECT_EQ(LabelValue(s.labels, "GPU_I_ID"), std::to_string(s.subject.gpu_instance)) << family.name;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -20,8 +20,8 @@
 #include <set>
 #include <sstream>
 
-#include "src/core/gpu_process_table.h"
 #include "src/core/snapshot.h"
+#include "src/node/gpu_process_table.h"
 #include "src/sinks/prometheus/exposition.h"
 
 namespace gpuscope {

@@ -5,7 +5,10 @@
 // each observation is counted once: an observation of (GPU, XID) that matches an unmatched observation
 // of the other observer within `match_window` is the same event and is not counted again.
 //
-// GPUs are keyed by PCI bus id in NVML's spelling ("00000000:18:00.0"); any spelling is accepted.
+// GPUs are keyed by PCI bus id in NVML's spelling ("00000000:18:00.0"); any spelling is accepted. Each
+// entry carries the recommended action of its XID, named by the function given at construction (the
+// agent gives the XID catalog's, src/events/classifiers/xid_catalog.h; the ledger itself knows no catalog,
+// so that node state depends on no event code).
 //
 // Thread-safety: all methods are safe to call concurrently.
 #pragma once
@@ -13,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,9 +36,15 @@ struct XidLedgerEntry {
   double last_seen_seconds = 0;  // Unix time of the latest observation
 };
 
+// The recommended action of an XID ("reset_gpu", ...).
+using XidActionNamer = std::function<std::string(uint32_t xid)>;
+
 class XidLedger {
  public:
-  explicit XidLedger(std::chrono::milliseconds match_window = std::chrono::seconds(10));
+  static constexpr std::chrono::milliseconds kDefaultMatchWindow{10000};
+  // `action_of` null: entries carry an empty action.
+  explicit XidLedger(std::chrono::milliseconds match_window = kDefaultMatchWindow,
+                     XidActionNamer action_of = nullptr);
 
   // Records one observation at Unix time `time_seconds`. Returns true when it was counted, false when it
   // matched the other observer's observation of the same event (or `pci_bus_id` is not a PCI address:
@@ -57,6 +67,7 @@ class XidLedger {
   using Key = std::pair<std::string, uint32_t>;
 
   const double window_seconds_;
+  const XidActionNamer action_of_;
   mutable std::mutex mu_;
   std::map<Key, XidLedgerEntry> entries_;         // guarded by mu_
   std::map<Key, std::deque<Pending>> unmatched_;  // counted, not yet matched; guarded by mu_

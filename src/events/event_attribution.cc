@@ -1,4 +1,4 @@
-#include "src/attribution/event_attribution.h"
+#include "src/events/event_attribution.h"
 
 #include <cctype>
 

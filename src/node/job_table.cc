@@ -1,4 +1,4 @@
-#include "src/attribution/job_table.h"
+#include "src/node/job_table.h"
 
 #include <algorithm>
 #include <tuple>

@@ -1,5 +1,5 @@
 // The JobTable merges what its sources say into one atomically published view.
-#include "src/attribution/job_table.h"
+#include "src/node/job_table.h"
 
 #include <gtest/gtest.h>
 

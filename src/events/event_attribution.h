@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "src/attribution/gpu_directory.h"
-#include "src/attribution/job_table.h"
 #include "src/events/event.h"
+#include "src/node/gpu_directory.h"
+#include "src/node/job_table.h"
 
 namespace gpuscope {
 

@@ -1,15 +1,15 @@
-#include "src/events/xid_ledger.h"
+#include "src/node/xid_ledger.h"
 
 #include <cmath>
 #include <optional>
+#include <utility>
 
-#include "src/events/classifiers/xid_catalog.h"
 #include "src/parsers/pci.h"
 
 namespace gpuscope {
 
-XidLedger::XidLedger(std::chrono::milliseconds match_window)
-    : window_seconds_(static_cast<double>(match_window.count()) / 1000.0) {}
+XidLedger::XidLedger(std::chrono::milliseconds match_window, XidActionNamer action_of)
+    : window_seconds_(static_cast<double>(match_window.count()) / 1000.0), action_of_(std::move(action_of)) {}
 
 bool XidLedger::Record(XidObserver observer, std::string_view pci_bus_id, uint32_t xid, double time_seconds) {
   std::optional<std::string> bus = CanonicalPciBusId(pci_bus_id);
@@ -36,7 +36,7 @@ bool XidLedger::Record(XidObserver observer, std::string_view pci_bus_id, uint32
   if (entry.count == 0) {
     entry.pci_bus_id = *bus;
     entry.xid = xid;
-    entry.action = std::string(XidActionName(LookupXid(xid).action));
+    if (action_of_) entry.action = action_of_(xid);
   }
   ++entry.count;
   entry.last_seen_seconds = std::max(entry.last_seen_seconds, time_seconds);

@@ -1,6 +1,7 @@
 // GpuProcessTable: the processes NVML saw on each GPU in the latest GPU cycle, with the GPU's PCI address
 // and the process's job, for collectors that need them without calling NVML themselves (e.g. the host
-// collector's NUMA placement check). Written by the GPU side each cycle, read by anyone.
+// collector's NUMA placement check). Node state (src/node/node_state.h): written by attribution after each
+// GPU cycle (it knows the jobs), read by anyone.
 //
 // Thread-safety: Update() and Current() may be called from any thread; Current() returns an immutable
 // snapshot.

@@ -1,4 +1,4 @@
-#include "src/events/xid_ledger.h"
+#include "src/node/xid_ledger.h"
 
 #include <gtest/gtest.h>
 
@@ -7,13 +7,20 @@
 #include <thread>
 #include <vector>
 
+#include "src/events/classifiers/xid_catalog.h"
+
 namespace gpuscope {
 namespace {
 
 constexpr char kBus[] = "00000000:18:00.0";
 
+// A ledger as the agent makes it: actions named by the XID catalog.
+XidLedger CatalogLedger(std::chrono::milliseconds window = XidLedger::kDefaultMatchWindow) {
+  return XidLedger(window, [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); });
+}
+
 TEST(XidLedgerTest, CountsTheSameEventSeenByBothObserversOnce) {
-  XidLedger ledger(std::chrono::seconds(10));
+  XidLedger ledger = CatalogLedger(std::chrono::seconds(10));
   EXPECT_TRUE(ledger.Record(XidObserver::kNvml, kBus, 79, 1000.0));
   // The kernel log spells the bus id its own way and reports it a moment later.
   EXPECT_FALSE(ledger.Record(XidObserver::kKernelLog, "0000:18:00.0", 79, 1001.5));
@@ -28,7 +35,7 @@ TEST(XidLedgerTest, CountsTheSameEventSeenByBothObserversOnce) {
 }
 
 TEST(XidLedgerTest, RepeatsFromOneObserverAreAllCounted) {
-  XidLedger ledger(std::chrono::seconds(10));
+  XidLedger ledger = CatalogLedger(std::chrono::seconds(10));
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 13, 100.0 + i));
   ASSERT_EQ(ledger.Entries().size(), 1u);
   EXPECT_EQ(ledger.Entries()[0].count, 5u);
@@ -42,7 +49,7 @@ TEST(XidLedgerTest, RepeatsFromOneObserverAreAllCounted) {
 }
 
 TEST(XidLedgerTest, ObservationsOutsideTheWindowAreDifferentEvents) {
-  XidLedger ledger(std::chrono::seconds(2));
+  XidLedger ledger = CatalogLedger(std::chrono::seconds(2));
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 48, 10.0));  // before the agent started
   EXPECT_TRUE(ledger.Record(XidObserver::kNvml, kBus, 48, 500.0));
   EXPECT_EQ(ledger.Entries()[0].count, 2u);
@@ -50,7 +57,7 @@ TEST(XidLedgerTest, ObservationsOutsideTheWindowAreDifferentEvents) {
 }
 
 TEST(XidLedgerTest, DifferentGpusAndCodesNeverMatch) {
-  XidLedger ledger;
+  XidLedger ledger = CatalogLedger();
   EXPECT_TRUE(ledger.Record(XidObserver::kNvml, kBus, 79, 1.0));
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, "0000:19:00.0", 79, 1.0));
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 48, 1.0));
@@ -59,7 +66,7 @@ TEST(XidLedgerTest, DifferentGpusAndCodesNeverMatch) {
 }
 
 TEST(XidLedgerTest, IgnoresObservationsWithoutAPciAddress) {
-  XidLedger ledger;
+  XidLedger ledger = CatalogLedger();
   EXPECT_FALSE(ledger.Record(XidObserver::kKernelLog, "not-a-bus", 79, 1.0));
   EXPECT_FALSE(ledger.Record(XidObserver::kKernelLog, "", 79, 1.0));
   EXPECT_TRUE(ledger.Entries().empty());
@@ -69,7 +76,7 @@ TEST(XidLedgerTest, IgnoresObservationsWithoutAPciAddress) {
 // The action label comes from the catalog, including the entries its 2026-11-29 check changed: a row
 // remap event (63) asks for nothing, a context switch timeout (109) for a GPU reset.
 TEST(XidLedgerTest, ActionIsTheCatalogsForEachCode) {
-  XidLedger ledger;
+  XidLedger ledger = CatalogLedger();
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 63, 1.0));
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 109, 1.0));
   EXPECT_TRUE(ledger.Record(XidObserver::kKernelLog, kBus, 999, 1.0));
@@ -83,7 +90,7 @@ TEST(XidLedgerTest, ActionIsTheCatalogsForEachCode) {
 }
 
 TEST(XidLedgerTest, ConcurrentObserversCountEachEventOnce) {
-  XidLedger ledger(std::chrono::seconds(10));
+  XidLedger ledger = CatalogLedger(std::chrono::seconds(10));
   constexpr int kEvents = 1000;  // below the ledger's bound on unmatched observations
   auto observe = [&](XidObserver who) {
     for (int i = 0; i < kEvents; ++i) ledger.Record(who, kBus, 31, 100.0 + static_cast<double>(i) * 0.001);

@@ -1,6 +1,9 @@
-#include "src/attribution/event_attribution.h"
+#include "src/events/event_attribution.h"
 
 #include <gtest/gtest.h>
+
+#include <memory>
+#include <tuple>
 
 namespace gpuscope {
 namespace {
@@ -33,6 +36,21 @@ TEST(JobIdFromPathTest, IgnoresLookalikes) {
   EXPECT_EQ(JobIdFromPath(""), "");
 }
 
+// An inventory of opened GPUs, as the GPU collector publishes it: (NVML index, PCI bus id, UUID).
+std::shared_ptr<const GpuInventory> OpenedGpus(
+    const std::vector<std::tuple<uint32_t, std::string, std::string>>& gpus) {
+  auto inventory = std::make_shared<GpuInventory>();
+  for (const auto& [index, bus, uuid] : gpus) {
+    if (inventory->devices.size() <= index) inventory->devices.resize(index + 1);
+    GpuDeviceInventory& device = inventory->devices[index];
+    device.index = index;
+    device.opened = true;
+    device.pci_bus_id = bus;
+    device.uuid = uuid;
+  }
+  return inventory;
+}
+
 class AttributeEventTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,7 +58,7 @@ class AttributeEventTest : public ::testing::Test {
     update.allocations = {{"3", "4242", "0", ""}, {"5", "77", "", ""}, {"5", "78", "", ""}};
     update.jobs = {Job("4242", "alice", "ml-research"), Job("900", "bob", "infra")};
     jobs_.Update(AttributionSource::kMapping, update);
-    gpus_.Publish({{"00000000:18:00.0", {"3", "GPU-three"}}, {"00000000:2A:00.0", {"5", "GPU-five"}}});
+    gpus_.Publish(OpenedGpus({{3, "00000000:18:00.0", "GPU-three"}, {5, "00000000:2A:00.0", "GPU-five"}}));
   }
   JobTable jobs_;
   GpuDirectory gpus_;
