@@ -157,7 +157,6 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
   ok = ok &&
        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)) == CURLE_OK;
   ok = ok && curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) == CURLE_OK;
   // No signals: the agent is multi-threaded (SIGPIPE is ignored process-wide by main).
   ok = ok && curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
   ok = ok && curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
@@ -228,13 +227,10 @@ size_t HttpClient::OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-Status HttpClient::Post(std::string_view body,
-                        const std::vector<std::pair<std::string, std::string>>& headers,
-                        HttpClientResponse* response) {
-  *response = HttpClientResponse();
-  if (interrupted_.load()) return Status::Unavailable("interrupted");
+namespace {
 
-  Slist list;
+// The request's header lines for libcurl, after checking each (see Post()).
+Status BuildHeaderList(const std::vector<std::pair<std::string, std::string>>& headers, Slist* list) {
   bool has_content_type = false;
   bool listed = true;
   for (const auto& [name, value] : headers) {
@@ -247,37 +243,45 @@ Status HttpClient::Post(std::string_view body,
       return Status::InvalidArgument("header " + name + " is set by the client");
     has_content_type = has_content_type || lower == "content-type";
     // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
-    listed = listed && Append(list, value.empty() ? name + ";" : name + ": " + value);
+    listed = listed && Append(*list, value.empty() ? name + ";" : name + ": " + value);
   }
   // libcurl's own defaults that a push receiver must not see: a form content type, and waiting up to a
   // second for "100 Continue" before sending bodies over 1 KiB.
-  if (!has_content_type) listed = listed && Append(list, "Content-Type:");
-  listed = listed && Append(list, "Expect:");
+  if (!has_content_type) listed = listed && Append(*list, "Content-Type:");
+  listed = listed && Append(*list, "Expect:");
   if (!listed) return Status::Internal("out of memory building request headers");
+  return Status::Ok();
+}
 
-  Transfer transfer{&options_, response, 0, false, {}};
-  // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
-  curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
-  curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
-  curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);
-  char error_buffer[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_buffer);
+// "HTTP/1.1" for CURLINFO_HTTP_VERSION's value; "" when unknown.
+std::string ProtocolName(long version) {
+  switch (version) {
+    case CURL_HTTP_VERSION_1_0:
+      return "HTTP/1.0";
+    case CURL_HTTP_VERSION_1_1:
+      return "HTTP/1.1";
+    case CURL_HTTP_VERSION_2_0:
+      return "HTTP/2";
+    case CURL_HTTP_VERSION_3:
+      return "HTTP/3";
+    default:
+      return "";
+  }
+}
 
-  if (curl_multi_add_handle(multi_, easy_) != CURLM_OK)
-    return Status::Internal("curl_multi_add_handle failed");
-  CURLcode result = CURLE_OK;
-  bool done = false;
-  bool interrupted = false;
-  while (!done) {
+}  // namespace
+
+int HttpClient::Perform(char* error_buffer, bool* interrupted) {
+  *interrupted = false;
+  if (curl_multi_add_handle(multi_, easy_) != CURLM_OK) {
+    snprintf(error_buffer, CURL_ERROR_SIZE, "curl_multi_add_handle failed");
+    return CURLE_FAILED_INIT;
+  }
+  CURLcode result = CURLE_FAILED_INIT;
+  while (true) {
     int running = 0;
-    const CURLMcode performed = curl_multi_perform(multi_, &running);
-    if (performed != CURLM_OK) {
-      result = CURLE_FAILED_INIT;
-      snprintf(error_buffer, sizeof(error_buffer), "%s", curl_multi_strerror(performed));
-      break;
-    }
+    CURLMcode multi_result = curl_multi_perform(multi_, &running);
+    bool done = false;
     int left = 0;
     while (CURLMsg* message = curl_multi_info_read(multi_, &left)) {
       if (message->msg == CURLMSG_DONE && message->easy_handle == easy_) {
@@ -287,25 +291,55 @@ Status HttpClient::Post(std::string_view body,
     }
     if (done) break;
     if (interrupted_.load()) {
-      interrupted = true;
+      *interrupted = true;
       break;
     }
     // Sleeps until a socket is ready, libcurl's next timeout, or curl_multi_wakeup() from Interrupt().
-    curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
+    if (multi_result == CURLM_OK) multi_result = curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
+    if (multi_result != CURLM_OK) {
+      snprintf(error_buffer, CURL_ERROR_SIZE, "%s", curl_multi_strerror(multi_result));
+      break;
+    }
   }
   long new_connections = 0;
   curl_easy_getinfo(easy_, CURLINFO_NUM_CONNECTS, &new_connections);
   connections_opened_.fetch_add(static_cast<uint64_t>(std::max(0L, new_connections)),
                                 std::memory_order_relaxed);
+  // Removing the handle mid-transfer (interrupted) closes its connection; after a complete transfer
+  // the connection stays in the multi handle's cache for the next request.
+  curl_multi_remove_handle(multi_, easy_);
+  return static_cast<int>(result);
+}
+
+Status HttpClient::Post(std::string_view body,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        HttpClientResponse* response) {
+  *response = HttpClientResponse();
+  if (interrupted_.load()) return Status::Unavailable("interrupted");
+  Slist list;
+  const Status listed = BuildHeaderList(headers, &list);
+  if (!listed.ok()) return listed;
+
+  Transfer transfer{&options_, response, 0, false, {}};
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
+  curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+  curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
+  curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
+  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_buffer);
+  bool interrupted = false;
+  const auto result = static_cast<CURLcode>(Perform(error_buffer, &interrupted));
   long status = 0;
   curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
   long version = 0;
   curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
-  // Removing the handle mid-transfer (interrupted) closes its connection.
-  curl_multi_remove_handle(multi_, easy_);
+  // Nothing of this request may outlive it in the handle.
   curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
   curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, nullptr);
+  curl_easy_setopt(easy_, CURLOPT_HEADERDATA, nullptr);
+  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, nullptr);
 
   if (interrupted) return Status::Unavailable("interrupted");
   const bool cut_off = result == CURLE_WRITE_ERROR && response->body_truncated;
@@ -328,22 +362,7 @@ Status HttpClient::Post(std::string_view body,
     return Status::Unavailable("answer to plain http is not HTTP/1.x");
   }
   response->status = static_cast<int>(status);
-  switch (version) {
-    case CURL_HTTP_VERSION_1_0:
-      response->protocol = "HTTP/1.0";
-      break;
-    case CURL_HTTP_VERSION_1_1:
-      response->protocol = "HTTP/1.1";
-      break;
-    case CURL_HTTP_VERSION_2_0:
-      response->protocol = "HTTP/2";
-      break;
-    case CURL_HTTP_VERSION_3:
-      response->protocol = "HTTP/3";
-      break;
-    default:
-      break;
-  }
+  response->protocol = ProtocolName(version);
   return Status::Ok();
 }
 

@@ -89,6 +89,9 @@ class HttpClient {
   explicit HttpClient(HttpClientOptions options);
   static size_t OnHeader(char* data, size_t size, size_t count, void* transfer);
   static size_t OnBody(char* data, size_t size, size_t count, void* transfer);
+  // Runs the transfer set up on easy_ to its end, or until Interrupt() (*interrupted). Returns
+  // libcurl's result, with details in error_buffer (CURL_ERROR_SIZE bytes).
+  int Perform(char* error_buffer, bool* interrupted);
 
   HttpClientOptions options_;
   CURL* easy_ = nullptr;  // one handle: libcurl keeps its connection cache in multi_

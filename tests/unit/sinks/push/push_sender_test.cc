@@ -130,6 +130,7 @@ TEST_F(PushSenderTest, DeliversEveryRecordInOrderInBatchesAndAcksThem) {
 
   EXPECT_EQ(ReceivedLines(*receiver_), Numbered(0, 2500));
   EXPECT_EQ(receiver_->push_requests(), 3u);
+  EXPECT_EQ(receiver_->connections_accepted(), 1u);  // one connection, reused for every batch
   const auto metrics = sender.Metrics();
   EXPECT_EQ(MetricValue(metrics, "gpuscope_sink_requests_total", "code", "204"), 3);
   EXPECT_EQ(MetricValue(metrics, "gpuscope_sink_sent_records_total"), 2500);
