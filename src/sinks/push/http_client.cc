@@ -1,6 +1,9 @@
 #include "src/sinks/push/http_client.h"
 
+// Calls go through function pointers (CurlLibrary), which libcurl's type-checking macros would rewrite.
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,7 +17,7 @@
 namespace gpuscope {
 namespace {
 
-// How long one curl_multi_poll() may sleep when libcurl has no timer of its own pending; Interrupt()
+// How long one Lib().curl_multi_poll() may sleep when libcurl has no timer of its own pending; Interrupt()
 // and the transfer's own timeout end it earlier.
 constexpr int kMaxPollMillis = 1000;
 
@@ -42,29 +45,87 @@ bool IsClientManagedHeader(std::string_view lower_name) {
   return false;
 }
 
-// Runs curl_global_init once per process (it is not to be raced with handle creation) and never cleans
-// up: senders are created and destroyed during the whole life of the agent.
-bool GlobalInit() {
+// libcurl, loaded on first use with dlopen() rather than linked: Debian's libcurl brings about 25
+// libraries (GnuTLS, Kerberos, LDAP, SSH, RTMP, ...) that cost an agent about 4 MiB of RSS, which an
+// agent without push sinks need not pay. Every libcurl function the client calls is listed here once.
+// clang-format off
+#define GPUSCOPE_CURL_FUNCTIONS(X) \
+  X(curl_global_init) \
+  X(curl_easy_init) \
+  X(curl_easy_cleanup) \
+  X(curl_easy_setopt) \
+  X(curl_easy_getinfo) \
+  X(curl_easy_strerror) \
+  X(curl_multi_init) \
+  X(curl_multi_cleanup) \
+  X(curl_multi_add_handle) \
+  X(curl_multi_remove_handle) \
+  X(curl_multi_perform) \
+  X(curl_multi_poll) \
+  X(curl_multi_wakeup) \
+  X(curl_multi_info_read) \
+  X(curl_multi_strerror) \
+  X(curl_slist_append) \
+  X(curl_slist_free_all) \
+  X(curl_url) \
+  X(curl_url_set) \
+  X(curl_url_get) \
+  X(curl_url_cleanup) \
+  X(curl_url_strerror) \
+  X(curl_free)
+// clang-format on
+
+// The soname the -dev package links against (libcurl4-openssl-dev: the OpenSSL flavour, package libcurl4).
+constexpr const char* kLibcurl = "libcurl.so.4";
+
+struct CurlLibrary {
+#define GPUSCOPE_CURL_POINTER(name) decltype(&::name) name = nullptr;
+  GPUSCOPE_CURL_FUNCTIONS(GPUSCOPE_CURL_POINTER)
+#undef GPUSCOPE_CURL_POINTER
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+// Loads libcurl and runs curl_global_init once per process (not to be raced with handle creation);
+// never unloads nor cleans up: senders are created and destroyed during the whole life of the agent.
+const CurlLibrary& LoadLibcurl() {
+  static CurlLibrary library;
   static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return result == CURLE_OK;
+  std::call_once(once, [] {
+    void* handle = dlopen(kLibcurl, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      library.error = std::string("cannot load ") + kLibcurl + " (package libcurl4): " + dlerror();
+      return;
+    }
+#define GPUSCOPE_CURL_RESOLVE(name)                                                                \
+  library.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                        \
+  if (library.name == nullptr) {                                                                   \
+    library.error = std::string(kLibcurl) + " has no " #name " (libcurl 7.80 or later is needed)"; \
+    return;                                                                                        \
+  }
+    GPUSCOPE_CURL_FUNCTIONS(GPUSCOPE_CURL_RESOLVE)
+#undef GPUSCOPE_CURL_RESOLVE
+    if (library.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) library.error = "curl_global_init failed";
+  });
+  return library;
 }
+
+// The loaded library; only after LoadLibcurl() succeeded (HttpClient::Create checks).
+const CurlLibrary& Lib() { return LoadLibcurl(); }
 
 // The URL's problem, or "" when it is one a push sink can send to.
 std::string CheckUrl(std::string_view url) {
-  CURLU* handle = curl_url();
+  CURLU* handle = Lib().curl_url();
   if (handle == nullptr) return "out of memory";
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> guard(handle, curl_url_cleanup);
+  std::unique_ptr<CURLU, decltype(Lib().curl_url_cleanup)> guard(handle, Lib().curl_url_cleanup);
   const std::string text(url);
   if (text.find('\0') != std::string::npos) return "URL contains NUL";
-  const CURLUcode rc = curl_url_set(handle, CURLUPART_URL, text.c_str(), 0);
-  if (rc != CURLUE_OK) return curl_url_strerror(rc);
+  const CURLUcode rc = Lib().curl_url_set(handle, CURLUPART_URL, text.c_str(), 0);
+  if (rc != CURLUE_OK) return Lib().curl_url_strerror(rc);
   auto part = [&](CURLUPart which) {
     char* value = nullptr;
     std::string out;
-    if (curl_url_get(handle, which, &value, 0) == CURLUE_OK && value != nullptr) out = value;
-    curl_free(value);
+    if (Lib().curl_url_get(handle, which, &value, 0) == CURLUE_OK && value != nullptr) out = value;
+    Lib().curl_free(value);
     return out;
   };
   const std::string scheme = part(CURLUPART_SCHEME);
@@ -89,13 +150,13 @@ std::string CheckCaFile(const std::string& path) {
 }
 
 struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { Lib().curl_slist_free_all(list); }
 };
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 
 // Appends one "Name: value" line; false when libcurl is out of memory.
 bool Append(Slist& list, const std::string& line) {
-  curl_slist* appended = curl_slist_append(list.get(), line.c_str());
+  curl_slist* appended = Lib().curl_slist_append(list.get(), line.c_str());
   if (appended == nullptr) return false;
   list.release();
   list.reset(appended);
@@ -123,13 +184,16 @@ std::string_view HttpClientResponse::Header(std::string_view name) const {
 HttpClient::HttpClient(HttpClientOptions options) : options_(std::move(options)) {}
 
 HttpClient::~HttpClient() {
-  if (multi_ != nullptr && easy_ != nullptr) curl_multi_remove_handle(multi_, easy_);
-  if (easy_ != nullptr) curl_easy_cleanup(easy_);
-  if (multi_ != nullptr) curl_multi_cleanup(multi_);
+  if (multi_ != nullptr && easy_ != nullptr) Lib().curl_multi_remove_handle(multi_, easy_);
+  if (easy_ != nullptr) Lib().curl_easy_cleanup(easy_);
+  if (multi_ != nullptr) Lib().curl_multi_cleanup(multi_);
 }
 
 Status HttpClient::Create(std::string_view url, HttpClientOptions options,
                           std::unique_ptr<HttpClient>* client) {
+  if (const CurlLibrary& library = LoadLibcurl(); !library.error.empty()) {
+    return Status::Internal(library.error);
+  }
   if (const std::string problem = CheckUrl(url); !problem.empty()) {
     return Status::InvalidArgument("bad URL \"" + std::string(url) + "\": " + problem);
   }
@@ -138,10 +202,9 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
       return Status::InvalidArgument(problem);
     }
   }
-  if (!GlobalInit()) return Status::Internal("curl_global_init failed");
   std::unique_ptr<HttpClient> result(new HttpClient(std::move(options)));
-  result->easy_ = curl_easy_init();
-  result->multi_ = curl_multi_init();
+  result->easy_ = Lib().curl_easy_init();
+  result->multi_ = Lib().curl_multi_init();
   if (result->easy_ == nullptr || result->multi_ == nullptr) return Status::Internal("libcurl setup failed");
 
   CURL* easy = result->easy_;
@@ -149,32 +212,32 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
   result->tls_ = url_text.size() >= 6 && Lowered(url_text.substr(0, 6)) == "https:";
   const std::string user_agent = "gpuscope-agent/" + std::string(Version());
   const long timeout_ms = static_cast<long>(std::max<int64_t>(1, result->options_.timeout.count()));
-  bool ok = curl_easy_setopt(easy, CURLOPT_URL, url_text.c_str()) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_POST, 1L) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_USERAGENT, user_agent.c_str()) == CURLE_OK;
+  bool ok = Lib().curl_easy_setopt(easy, CURLOPT_URL, url_text.c_str()) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_POST, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_USERAGENT, user_agent.c_str()) == CURLE_OK;
   // HTTP/2 by ALPN when TLS is used, HTTP/1.1 on plain http (libcurl's default, said out loud).
-  ok = ok &&
-       curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)) ==
+                 CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK;
   // No signals: the agent is multi-threaded (SIGPIPE is ignored process-wide by main).
-  ok = ok && curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
   // A request given up while its host name is still resolving (Interrupt, timeout) leaves libcurl's
   // resolver thread to finish on its own instead of joining it, which would block Stop() for as long as
   // getaddrinfo() hangs on an unreachable DNS server. The thread frees its own data when it returns.
-  ok = ok && curl_easy_setopt(easy, CURLOPT_QUICK_EXIT, 1L) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK;
-  ok = ok &&
-       curl_easy_setopt(easy, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_QUICK_EXIT, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)) ==
+                 CURLE_OK;
   if (!result->options_.ca_file.empty()) {
-    ok = ok && curl_easy_setopt(easy, CURLOPT_CAINFO, result->options_.ca_file.c_str()) == CURLE_OK;
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_CAINFO, result->options_.ca_file.c_str()) == CURLE_OK;
   }
   // No redirects: a push endpoint that moved is a configuration error, retried and counted like 5xx.
-  ok = ok && curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &HttpClient::OnHeader) == CURLE_OK;
-  ok = ok && curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpClient::OnBody) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &HttpClient::OnHeader) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpClient::OnBody) == CURLE_OK;
   if (!ok) return Status::Internal("libcurl rejected an option (too old a libcurl?)");
   *client = std::move(result);
   return Status::Ok();
@@ -182,7 +245,7 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
 
 void HttpClient::Interrupt() {
   interrupted_.store(true);
-  curl_multi_wakeup(multi_);
+  Lib().curl_multi_wakeup(multi_);
 }
 
 size_t HttpClient::OnHeader(char* data, size_t size, size_t count, void* user) {
@@ -249,10 +312,10 @@ Status BuildHeaderList(const std::vector<std::pair<std::string, std::string>>& h
     // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
     listed = listed && Append(*list, value.empty() ? name + ";" : name + ": " + value);
   }
-  // libcurl's own defaults that a push receiver must not see: a form content type, and waiting up to a
-  // second for "100 Continue" before sending bodies over 1 KiB.
+  // libcurl's default content type for a POST (a form) is not what was sent. Its "Expect: 100-continue"
+  // on bodies over 1 MiB stays: a receiver refuses an oversized batch (413) before the body is sent,
+  // rather than resetting the connection under it, which would read as a failure to retry forever.
   if (!has_content_type) listed = listed && Append(*list, "Content-Type:");
-  listed = listed && Append(*list, "Expect:");
   if (!listed) return Status::Internal("out of memory building request headers");
   return Status::Ok();
 }
@@ -277,17 +340,17 @@ std::string ProtocolName(long version) {
 
 int HttpClient::Perform(char* error_buffer, bool* interrupted) {
   *interrupted = false;
-  if (curl_multi_add_handle(multi_, easy_) != CURLM_OK) {
+  if (Lib().curl_multi_add_handle(multi_, easy_) != CURLM_OK) {
     snprintf(error_buffer, CURL_ERROR_SIZE, "curl_multi_add_handle failed");
     return CURLE_FAILED_INIT;
   }
   CURLcode result = CURLE_FAILED_INIT;
   while (true) {
     int running = 0;
-    CURLMcode multi_result = curl_multi_perform(multi_, &running);
+    CURLMcode multi_result = Lib().curl_multi_perform(multi_, &running);
     bool done = false;
     int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi_, &left)) {
+    while (CURLMsg* message = Lib().curl_multi_info_read(multi_, &left)) {
       if (message->msg == CURLMSG_DONE && message->easy_handle == easy_) {
         result = message->data.result;
         done = true;
@@ -298,20 +361,21 @@ int HttpClient::Perform(char* error_buffer, bool* interrupted) {
       *interrupted = true;
       break;
     }
-    // Sleeps until a socket is ready, libcurl's next timeout, or curl_multi_wakeup() from Interrupt().
-    if (multi_result == CURLM_OK) multi_result = curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
+    // Sleeps until a socket is ready, libcurl's next timeout, or Lib().curl_multi_wakeup() from Interrupt().
+    if (multi_result == CURLM_OK)
+      multi_result = Lib().curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
     if (multi_result != CURLM_OK) {
-      snprintf(error_buffer, CURL_ERROR_SIZE, "%s", curl_multi_strerror(multi_result));
+      snprintf(error_buffer, CURL_ERROR_SIZE, "%s", Lib().curl_multi_strerror(multi_result));
       break;
     }
   }
   long new_connections = 0;
-  curl_easy_getinfo(easy_, CURLINFO_NUM_CONNECTS, &new_connections);
+  Lib().curl_easy_getinfo(easy_, CURLINFO_NUM_CONNECTS, &new_connections);
   connections_opened_.fetch_add(static_cast<uint64_t>(std::max(0L, new_connections)),
                                 std::memory_order_relaxed);
   // Removing the handle mid-transfer (interrupted) closes its connection; after a complete transfer
   // the connection stays in the multi handle's cache for the next request.
-  curl_multi_remove_handle(multi_, easy_);
+  Lib().curl_multi_remove_handle(multi_, easy_);
   return static_cast<int>(result);
 }
 
@@ -327,28 +391,28 @@ Status HttpClient::Post(std::string_view body,
   Transfer transfer{&options_, response, 0, false, {}};
   char error_buffer[CURL_ERROR_SIZE] = {};
   // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
-  curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
-  curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
-  curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_buffer);
+  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  Lib().curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
+  Lib().curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
+  Lib().curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);
+  Lib().curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_buffer);
   bool interrupted = false;
   const auto result = static_cast<CURLcode>(Perform(error_buffer, &interrupted));
   long status = 0;
-  curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
+  Lib().curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
   long version = 0;
-  curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
+  Lib().curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
   // Nothing of this request may outlive it in the handle.
-  curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
-  curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(easy_, CURLOPT_HEADERDATA, nullptr);
-  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_HEADERDATA, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_WRITEDATA, nullptr);
 
   if (interrupted) return Status::Unavailable("interrupted");
   const bool cut_off = result == CURLE_WRITE_ERROR && response->body_truncated;
   if (result != CURLE_OK && !cut_off) {
-    std::string message = curl_easy_strerror(result);
+    std::string message = Lib().curl_easy_strerror(result);
     if (!transfer.head_error.empty()) {
       message = transfer.head_error;
     } else if (error_buffer[0] != '\0') {

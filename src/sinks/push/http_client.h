@@ -9,10 +9,11 @@
 //   - HTTP/2 when a TLS server offers it by ALPN (HTTP/1.1 otherwise); plain http:// speaks HTTP/1.1
 //     (no h2c upgrade, which would cost a round trip and breaks on HTTP/1-only receivers).
 //   - TLS with certificate and host name verification against the system trust store or a CA file.
-// Every wait is in curl_multi_poll(), which Interrupt() wakes (curl_multi_wakeup) from another thread,
-// so a request in flight ends promptly however long its timeout. Responses are read with limits (head
-// size, header count, body size): a peer answering something that is not HTTP fails the request,
-// never crashes the client or grows its memory without bound.
+// libcurl is loaded (dlopen) when the first client is created, so an agent without push sinks does not
+// map it and the libraries it depends on. Every wait is in curl_multi_poll(), which Interrupt() wakes
+// (curl_multi_wakeup) from another thread, so a request in flight ends promptly however long its timeout.
+// Responses are read with limits (head size, header count, body size): a peer answering something that is not
+// HTTP fails the request, never crashes the client or grows its memory without bound.
 //
 // Thread-safety: Post() from one thread at a time; Interrupt() and connections_opened() from any thread.
 #pragma once
@@ -57,9 +58,10 @@ struct HttpClientResponse {
 
 class HttpClient {
  public:
-  // Checks the URL (http or https, a host, a port in 1..65535, no user:password) and the CA file (a
-  // readable PEM file with a certificate), then sets up the handles. InvalidArgument for a bad URL or
-  // CA file; Internal if libcurl cannot be set up. Connects lazily, on the first Post().
+  // Loads libcurl (once per process), checks the URL (http or https, a host, a port in 1..65535, no
+  // user:password) and the CA file (a readable PEM file with a certificate), then sets up the handles.
+  // InvalidArgument for a bad URL or CA file; Internal if libcurl cannot be loaded (not installed, older
+  // than 7.80) or set up. Connects lazily, on the first Post().
   static Status Create(std::string_view url, HttpClientOptions options, std::unique_ptr<HttpClient>* client);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <string>
@@ -81,6 +83,31 @@ class HttpClientTest : public ::testing::Test {
   testing::ProxyEnvironment environment_;
 };
 
+// Whether this process has libcurl mapped.
+bool LibcurlMapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/libcurl.so") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(HttpClientLoading, LibcurlIsMappedOnlyOnceAClientIsCreated) {
+  // An agent without push sinks does not pay for libcurl and its ~25 libraries. Checked in a fresh
+  // process (the "threadsafe" death-test style re-runs this test alone), since earlier tests of this
+  // binary load it.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const bool before = LibcurlMapped();
+        std::unique_ptr<HttpClient> client;
+        const bool created = HttpClient::Create("http://127.0.0.1:1/", {}, &client).ok();
+        std::exit(!before && created && LibcurlMapped() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(HttpClientTest, CreateRejectsUrlsItCannotSendTo) {
   for (const char* bad : {"", "loki:3100/push", "ftp://host/", "http://", "http://:80/", "http://host:0/",
                           "http://host:65536/", "http://host:12ab/", "http://user:pw@host/", "http://::1/",
@@ -122,9 +149,9 @@ TEST_F(HttpClientTest, PostSendsBodyAndHeadersAndReadsTheResponse) {
   EXPECT_EQ(requests[0].Header("user-agent").substr(0, 15), "gpuscope-agent/");
 }
 
-TEST_F(HttpClientTest, SendsNoContentTypeOrExpectOfItsOwn) {
-  // libcurl would add a form content type to a POST and "Expect: 100-continue" (then wait for it) to a
-  // large one; a push receiver gets neither.
+TEST_F(HttpClientTest, SendsNoContentTypeOfItsOwnNorExpectWithAPushSizedBody) {
+  // libcurl would add a form content type to a POST; "Expect: 100-continue" (and a wait for it) comes
+  // only with bodies over 1 MiB, larger than a push batch.
   ScriptedServer server([](const TestHttpRequest&) { return Answer(204); });
   auto client = MakeClient(server.url());
   HttpClientResponse response;
@@ -276,7 +303,9 @@ TEST_F(HttpClientTest, OversizedBodyIsCutAtTheLimitAndTheConnectionDropped) {
 
 TEST_F(HttpClientTest, AnAnswerSentBeforeTheBodyWasReadIsTheOutcome) {
   // The server refuses the body from its Content-Length alone (413), answers and closes without reading
-  // it, so the client's write fails: the 413 is still what the client reports, not a connection error.
+  // it: the 413 is what the client reports, not a connection error. (libcurl announces a body this
+  // large with "Expect: 100-continue" and sends it only after "100 Continue", so it never writes into
+  // the closed connection.)
   TestHttpServerOptions options;
   options.max_body_bytes = 1000;
   ScriptedServer server([](const TestHttpRequest&) { return Answer(200); }, options);
