@@ -17,7 +17,7 @@
 namespace gpuscope {
 namespace {
 
-// How long one Lib().curl_multi_poll() may sleep when libcurl has no timer of its own pending; Interrupt()
+// How long one curl_multi_poll() may sleep when libcurl has no timer of its own pending; Interrupt()
 // and the transfer's own timeout end it earlier.
 constexpr int kMaxPollMillis = 1000;
 
@@ -361,7 +361,7 @@ int HttpClient::Perform(char* error_buffer, bool* interrupted) {
       *interrupted = true;
       break;
     }
-    // Sleeps until a socket is ready, libcurl's next timeout, or Lib().curl_multi_wakeup() from Interrupt().
+    // Sleeps until a socket is ready, libcurl's next timeout, or curl_multi_wakeup() from Interrupt().
     if (multi_result == CURLM_OK)
       multi_result = Lib().curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
     if (multi_result != CURLM_OK) {
