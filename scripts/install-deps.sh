@@ -37,6 +37,8 @@ packages=(
   python3                  # fallback interpreter for the test helpers' virtual environment (pyenv's is used when on PATH)
   python3-venv             # creates the project virtual environment (.venv) from Debian's python3
   libcurl4-openssl-dev     # libcurl: the push sinks' HTTP client (proxies, HTTP/2, TLS)
+  tinyproxy                # a real HTTP proxy (CONNECT and absolute-form) for the push client's proxy tests
+  nghttp2-server           # nghttpd: a real HTTP/2 server (ALPN h2) for the push client's HTTP/2 tests
   clang-tidy               # static analysis with the committed .clang-tidy, in the default test run
   libclang-rt-14-dev       # clang's sanitizer runtimes: the ThreadSanitizer build (clang, -Wthread-safety)
   git                      # build revision in gpuscope_build_info

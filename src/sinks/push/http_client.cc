@@ -1,685 +1,437 @@
 #include "src/sinks/push/http_client.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
+// Calls go through function pointers (CurlLibrary), which libcurl's type-checking macros would rewrite.
+#define CURL_DISABLE_TYPECHECK
+#include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <climits>
-#include <csignal>
-#include <cstring>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+
+#include "src/core/version.h"
+#include "src/parsers/text.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr size_t kReadChunkBytes = 16 << 10;
-constexpr size_t kMaxChunkSizeLineBytes = 1024;
+// How long one curl_multi_poll() may sleep when libcurl has no timer of its own pending; Interrupt()
+// and the transfer's own timeout end it earlier.
+constexpr int kMaxPollMillis = 1000;
 
 char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ToLower(x) == ToLower(y); });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// True when the comma-separated header value lists `token` (case-insensitive).
-bool HasToken(std::string_view value, std::string_view token) {
-  while (!value.empty()) {
-    const size_t comma = value.find(',');
-    if (EqualsNoCase(Trim(value.substr(0, comma)), token)) return true;
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
-// The last token of a comma-separated list.
-std::string_view LastToken(std::string_view value) {
-  const size_t comma = value.rfind(',');
-  return Trim(comma == std::string_view::npos ? value : value.substr(comma + 1));
+std::string Lowered(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), ToLower);
+  return out;
 }
 
 // RFC 9110 token characters (header names).
 bool IsTokenChar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || text::IsDigit(c)) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 bool IsToken(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), IsTokenChar); }
 
-bool IsIpLiteral(const std::string& host) {
-  in6_addr addr6;
-  in_addr addr4;
-  return inet_pton(AF_INET, host.c_str(), &addr4) == 1 || inet_pton(AF_INET6, host.c_str(), &addr6) == 1;
-}
-
-std::string OpenSslError(std::string_view what) {
-  std::string message(what);
-  const unsigned long code = ERR_get_error();
-  if (code != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof(buf));
-    message += ": ";
-    message += buf;
+// Headers libcurl writes itself from the request; a caller's copy would contradict them.
+bool IsClientManagedHeader(std::string_view lower_name) {
+  for (std::string_view managed : {"content-length", "transfer-encoding", "host", "connection", "expect"}) {
+    if (lower_name == managed) return true;
   }
-  ERR_clear_error();
-  return message;
+  return false;
 }
 
-std::string Errno(std::string_view what, int err) { return std::string(what) + ": " + std::strerror(err); }
+// libcurl, loaded on first use with dlopen() rather than linked: Debian's libcurl brings about 25
+// libraries (GnuTLS, Kerberos, LDAP, SSH, RTMP, ...) that cost an agent about 4 MiB of RSS, which an
+// agent without push sinks need not pay. Every libcurl function the client calls is listed here once.
+// clang-format off
+#define GPUSCOPE_CURL_FUNCTIONS(X) \
+  X(curl_global_init) \
+  X(curl_easy_init) \
+  X(curl_easy_cleanup) \
+  X(curl_easy_setopt) \
+  X(curl_easy_getinfo) \
+  X(curl_easy_strerror) \
+  X(curl_multi_init) \
+  X(curl_multi_cleanup) \
+  X(curl_multi_add_handle) \
+  X(curl_multi_remove_handle) \
+  X(curl_multi_perform) \
+  X(curl_multi_poll) \
+  X(curl_multi_wakeup) \
+  X(curl_multi_info_read) \
+  X(curl_multi_strerror) \
+  X(curl_slist_append) \
+  X(curl_slist_free_all) \
+  X(curl_url) \
+  X(curl_url_set) \
+  X(curl_url_get) \
+  X(curl_url_cleanup) \
+  X(curl_url_strerror) \
+  X(curl_free)
+// clang-format on
 
-// Waits until `fd` is ready for `events`, the deadline passes or the interrupt eventfd is signalled.
-// Ok also for POLLERR/POLLHUP: the I/O call that follows reports the error.
-Status WaitFor(int fd, short events, int interrupt_fd, Clock::time_point deadline) {
-  while (true) {
-    const auto now = Clock::now();
-    if (now >= deadline) return Status::DeadlineExceeded("request timed out");
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    pollfd fds[2] = {{fd, events, 0}, {interrupt_fd, POLLIN, 0}};
-    const int rc = poll(fds, 2, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      return Status::Unavailable(Errno("poll", errno));
+// The soname the -dev package links against (libcurl4-openssl-dev: the OpenSSL flavour, package libcurl4).
+constexpr const char* kLibcurl = "libcurl.so.4";
+
+struct CurlLibrary {
+#define GPUSCOPE_CURL_POINTER(name) decltype(&::name) name = nullptr;
+  GPUSCOPE_CURL_FUNCTIONS(GPUSCOPE_CURL_POINTER)
+#undef GPUSCOPE_CURL_POINTER
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+// Loads libcurl and runs curl_global_init once per process (not to be raced with handle creation);
+// never unloads nor cleans up: senders are created and destroyed during the whole life of the agent.
+const CurlLibrary& LoadLibcurl() {
+  static CurlLibrary library;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* handle = dlopen(kLibcurl, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      library.error = std::string("cannot load ") + kLibcurl + " (package libcurl4): " + dlerror();
+      return;
     }
-    if (fds[1].revents != 0) return Status::Unavailable("request interrupted");
-    if (fds[0].revents != 0) return Status::Ok();
+#define GPUSCOPE_CURL_RESOLVE(name)                                                                \
+  library.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                        \
+  if (library.name == nullptr) {                                                                   \
+    library.error = std::string(kLibcurl) + " has no " #name " (libcurl 7.80 or later is needed)"; \
+    return;                                                                                        \
   }
+    GPUSCOPE_CURL_FUNCTIONS(GPUSCOPE_CURL_RESOLVE)
+#undef GPUSCOPE_CURL_RESOLVE
+    if (library.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) library.error = "curl_global_init failed";
+  });
+  return library;
 }
 
-bool Signalled(int event_fd) {
-  pollfd p{event_fd, POLLIN, 0};
-  return poll(&p, 1, 0) > 0;
+// The loaded library; only after LoadLibcurl() succeeded (HttpClient::Create checks).
+const CurlLibrary& Lib() { return LoadLibcurl(); }
+
+// The URL's problem, or "" when it is one a push sink can send to.
+std::string CheckUrl(std::string_view url) {
+  CURLU* handle = Lib().curl_url();
+  if (handle == nullptr) return "out of memory";
+  std::unique_ptr<CURLU, decltype(Lib().curl_url_cleanup)> guard(handle, Lib().curl_url_cleanup);
+  const std::string text(url);
+  if (text.find('\0') != std::string::npos) return "URL contains NUL";
+  const CURLUcode rc = Lib().curl_url_set(handle, CURLUPART_URL, text.c_str(), 0);
+  if (rc != CURLUE_OK) return Lib().curl_url_strerror(rc);
+  auto part = [&](CURLUPart which) {
+    char* value = nullptr;
+    std::string out;
+    if (Lib().curl_url_get(handle, which, &value, 0) == CURLUE_OK && value != nullptr) out = value;
+    Lib().curl_free(value);
+    return out;
+  };
+  const std::string scheme = part(CURLUPART_SCHEME);
+  if (scheme != "http" && scheme != "https") return "scheme is not http or https";
+  if (part(CURLUPART_HOST).empty()) return "no host";
+  if (part(CURLUPART_PORT) == "0") return "port 0";
+  if (!part(CURLUPART_USER).empty() || !part(CURLUPART_PASSWORD).empty()) {
+    return "user:password in the URL is not supported (it would end up in logs)";
+  }
+  return "";
+}
+
+// The CA file's problem, or "" when it is a readable PEM file with at least one certificate. libcurl
+// reads it only at the first TLS connection; checking here turns a typo into a start-up error.
+std::string CheckCaFile(const std::string& path) {
+  const std::optional<std::string> contents = ReadWholeFile(path);
+  if (!contents) return "cannot read CA file " + path;
+  if (contents->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return "CA file " + path + " has no PEM certificate";
+  }
+  return "";
+}
+
+struct SlistDeleter {
+  void operator()(curl_slist* list) const { Lib().curl_slist_free_all(list); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
+
+// Appends one "Name: value" line; false when libcurl is out of memory.
+bool Append(Slist& list, const std::string& line) {
+  curl_slist* appended = Lib().curl_slist_append(list.get(), line.c_str());
+  if (appended == nullptr) return false;
+  list.release();
+  list.reset(appended);
+  return true;
 }
 
 }  // namespace
 
-Status ParseHttpUrl(std::string_view url, HttpUrl* out) {
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return Status::InvalidArgument("URL contains a space or control character");
-    }
-  }
-  HttpUrl result;
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) {
-    return Status::InvalidArgument("URL must start with http:// or https://: " + std::string(url));
-  }
-  const std::string_view scheme = url.substr(0, scheme_end);
-  if (EqualsNoCase(scheme, "http")) {
-    result.port = 80;
-  } else if (EqualsNoCase(scheme, "https")) {
-    result.tls = true;
-    result.port = 443;
-  } else {
-    return Status::InvalidArgument("unsupported URL scheme '" + std::string(scheme) + "' (http or https)");
-  }
-  const uint16_t default_port = result.port;
-  std::string_view rest = url.substr(scheme_end + 3);
-  rest = rest.substr(0, rest.find('#'));
-  const size_t path_start = rest.find_first_of("/?");
-  const std::string_view authority = rest.substr(0, path_start);
-  if (path_start == std::string_view::npos) {
-    result.target = "/";
-  } else {
-    result.target = rest[path_start] == '?' ? "/" : "";
-    result.target += rest.substr(path_start);
-  }
-  if (authority.find('@') != std::string_view::npos) {
-    return Status::InvalidArgument("URL user information is not supported: " + std::string(url));
-  }
-  std::string_view host;
-  std::string_view port_text;
-  bool has_port = false;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Status::InvalidArgument("unterminated [ in URL host");
-    host = authority.substr(1, close - 1);
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return Status::InvalidArgument("unexpected text after ] in URL host");
-      has_port = true;
-      port_text = after.substr(1);
-    }
-    in6_addr addr;
-    if (inet_pton(AF_INET6, std::string(host).c_str(), &addr) != 1) {
-      return Status::InvalidArgument("not an IPv6 address in URL: [" + std::string(host) + "]");
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) {
-      has_port = true;
-      port_text = authority.substr(colon + 1);
-      if (port_text.find(':') != std::string_view::npos) {
-        return Status::InvalidArgument("IPv6 addresses in URLs need brackets: " + std::string(url));
-      }
-    }
-  }
-  if (host.empty()) return Status::InvalidArgument("URL has no host: " + std::string(url));
-  if (has_port && !port_text.empty()) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || value == 0 || value > 65535 ||
-        port_text.size() > 5) {
-      return Status::InvalidArgument("bad port in URL: " + std::string(port_text));
-    }
-    result.port = static_cast<uint16_t>(value);
-  }
-  result.host = std::string(host);
-  result.authority = result.host.find(':') != std::string::npos ? "[" + result.host + "]" : result.host;
-  if (result.port != default_port) result.authority += ":" + std::to_string(result.port);
-  *out = std::move(result);
-  return Status::Ok();
-}
-
-Status ParseHttpResponseHead(std::string_view head, size_t max_headers, HttpClientResponse* response,
-                             int* version_minor) {
-  response->status = 0;
-  response->headers.clear();
-  // "HTTP/1.x SSS[ reason]"
-  const size_t first_eol = head.find("\r\n");
-  if (first_eol == std::string_view::npos) return Status::Unavailable("malformed response status line");
-  const std::string_view status_line = head.substr(0, first_eol);
-  if (status_line.size() < 12 || !status_line.starts_with("HTTP/1.") || status_line[8] != ' ' ||
-      (status_line.size() > 12 && status_line[12] != ' ') || status_line[7] < '0' || status_line[7] > '9') {
-    return Status::Unavailable("malformed response status line");
-  }
-  int code = 0;
-  const auto [ptr, ec] = std::from_chars(status_line.data() + 9, status_line.data() + 12, code);
-  if (ec != std::errc() || ptr != status_line.data() + 12 || code < 100 || code > 999) {
-    return Status::Unavailable("malformed response status code");
-  }
-  size_t pos = first_eol + 2;
-  while (pos < head.size()) {
-    const size_t eol = head.find("\r\n", pos);
-    if (eol == std::string_view::npos) return Status::Unavailable("response header line without CRLF");
-    const std::string_view line = head.substr(pos, eol - pos);
-    pos = eol + 2;
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
-      return Status::Unavailable("malformed response header line");
-    }
-    if (response->headers.size() >= max_headers) {
-      response->headers.clear();
-      return Status::Unavailable("more than " + std::to_string(max_headers) + " response headers");
-    }
-    std::string name(line.substr(0, colon));
-    for (char& c : name) c = ToLower(c);
-    response->headers.emplace_back(std::move(name), std::string(Trim(line.substr(colon + 1))));
-  }
-  *version_minor = status_line[7] - '0';
-  response->status = code;
-  return Status::Ok();
-}
-
-bool ParseChunkSizeLine(std::string_view line, uint64_t* size) {
-  const std::string_view text = Trim(line.substr(0, line.find(';')));
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *size, 16);
-  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
-}
+struct HttpClient::Transfer {
+  const HttpClientOptions* options;
+  HttpClientResponse* response;
+  size_t head_bytes = 0;
+  bool head_complete = false;  // the empty line that ends the (last) response head was seen
+  std::string head_error;      // set when the head broke a limit: the transfer is aborted
+};
 
 std::string_view HttpClientResponse::Header(std::string_view name) const {
+  const std::string lower = Lowered(name);
   for (const auto& [key, value] : headers) {
-    if (EqualsNoCase(key, name)) return value;
+    if (key == lower) return value;
   }
   return {};
 }
 
-// One TCP (optionally TLS) connection: non-blocking socket, every wait through WaitFor().
-class HttpClient::Connection {
- public:
-  Connection(int fd, int interrupt_fd) : fd_(fd), interrupt_fd_(interrupt_fd) {}
-  ~Connection() {
-    if (ssl_ != nullptr) SSL_free(ssl_);
-    close(fd_);
-  }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  Status Wait(short events, Clock::time_point deadline) const {
-    return WaitFor(fd_, events, interrupt_fd_, deadline);
-  }
-
-  Status Handshake(SSL_CTX* ctx, const std::string& host, Clock::time_point deadline) {
-    ssl_ = SSL_new(ctx);
-    if (ssl_ == nullptr) return Status::Internal(OpenSslError("SSL_new"));
-    SSL_set_fd(ssl_, fd_);
-    if (IsIpLiteral(host)) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());
-    } else {
-      SSL_set_tlsext_host_name(ssl_, host.c_str());
-      SSL_set1_host(ssl_, host.c_str());
-    }
-    while (true) {
-      ERR_clear_error();
-      const int rc = SSL_connect(ssl_);
-      if (rc == 1) return Status::Ok();
-      const int err = SSL_get_error(ssl_, rc);
-      Status status;
-      if (err == SSL_ERROR_WANT_READ) {
-        status = Wait(POLLIN, deadline);
-      } else if (err == SSL_ERROR_WANT_WRITE) {
-        status = Wait(POLLOUT, deadline);
-      } else {
-        const long verify = SSL_get_verify_result(ssl_);
-        if (verify != X509_V_OK) {
-          ERR_clear_error();
-          return Status::Unavailable(std::string("TLS certificate verification failed: ") +
-                                     X509_verify_cert_error_string(verify));
-        }
-        return Status::Unavailable(OpenSslError("TLS handshake failed"));
-      }
-      if (!status.ok()) return status;
-    }
-  }
-
-  Status WriteAll(std::string_view data, Clock::time_point deadline) {
-    while (!data.empty()) {
-      const size_t want = std::min<size_t>(data.size(), INT_MAX);
-      Status status;
-      if (ssl_ != nullptr) {
-        ERR_clear_error();
-        const int n = SSL_write(ssl_, data.data(), static_cast<int>(want));
-        if (n > 0) {
-          data.remove_prefix(static_cast<size_t>(n));
-          continue;
-        }
-        const int err = SSL_get_error(ssl_, n);
-        if (err == SSL_ERROR_WANT_READ) {
-          status = Wait(POLLIN, deadline);
-        } else if (err == SSL_ERROR_WANT_WRITE) {
-          status = Wait(POLLOUT, deadline);
-        } else {
-          return Status::Unavailable(OpenSslError("TLS write failed"));
-        }
-      } else {
-        const ssize_t n = send(fd_, data.data(), want, MSG_NOSIGNAL);
-        if (n > 0) {
-          data.remove_prefix(static_cast<size_t>(n));
-          continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-          return Status::Unavailable(Errno("send", errno));
-        status = Wait(POLLOUT, deadline);
-      }
-      if (!status.ok()) return status;
-    }
-    return Status::Ok();
-  }
-
-  // Appends at least one received byte to buffer(), or sets *eof when the peer closed the connection.
-  Status ReadMore(Clock::time_point deadline, bool* eof) {
-    *eof = false;
-    char chunk[kReadChunkBytes];
-    while (true) {
-      Status status;
-      if (ssl_ != nullptr) {
-        ERR_clear_error();
-        errno = 0;
-        const int n = SSL_read(ssl_, chunk, sizeof(chunk));
-        if (n > 0) {
-          buffer_.append(chunk, static_cast<size_t>(n));
-          return Status::Ok();
-        }
-        const int err = SSL_get_error(ssl_, n);
-        if (err == SSL_ERROR_WANT_READ) {
-          status = Wait(POLLIN, deadline);
-        } else if (err == SSL_ERROR_WANT_WRITE) {
-          status = Wait(POLLOUT, deadline);
-        } else if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 &&
-                                                    (errno == 0 || errno == ECONNRESET))) {
-          ERR_clear_error();
-          *eof = true;
-          return Status::Ok();
-        } else {
-          return Status::Unavailable(OpenSslError("TLS read failed"));
-        }
-      } else {
-        const ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
-        if (n > 0) {
-          buffer_.append(chunk, static_cast<size_t>(n));
-          return Status::Ok();
-        }
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-          *eof = true;
-          return Status::Ok();
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return Status::Unavailable(Errno("recv", errno));
-        status = Wait(POLLIN, deadline);
-      }
-      if (!status.ok()) return status;
-    }
-  }
-
-  // A kept-alive connection can be reused when nothing is pending on it: readable means the server
-  // closed it (or sent bytes nobody asked for).
-  bool Reusable() const {
-    if (!buffer_.empty() || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) return false;
-    pollfd p{fd_, POLLIN, 0};
-    return poll(&p, 1, 0) == 0;
-  }
-
-  std::string& buffer() { return buffer_; }
-
- private:
-  int fd_;
-  int interrupt_fd_;
-  SSL* ssl_ = nullptr;
-  std::string buffer_;  // received, not yet consumed
-};
-
-HttpClient::HttpClient(HttpUrl url, HttpClientOptions options)
-    : url_(std::move(url)), options_(std::move(options)) {}
+HttpClient::HttpClient(HttpClientOptions options) : options_(std::move(options)) {}
 
 HttpClient::~HttpClient() {
-  connection_.reset();
-  if (ssl_ctx_ != nullptr) SSL_CTX_free(ssl_ctx_);
-  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+  if (multi_ != nullptr && easy_ != nullptr) Lib().curl_multi_remove_handle(multi_, easy_);
+  if (easy_ != nullptr) Lib().curl_easy_cleanup(easy_);
+  if (multi_ != nullptr) Lib().curl_multi_cleanup(multi_);
 }
 
 Status HttpClient::Create(std::string_view url, HttpClientOptions options,
                           std::unique_ptr<HttpClient>* client) {
-  HttpUrl parsed;
-  Status status = ParseHttpUrl(url, &parsed);
-  if (!status.ok()) return status;
-  std::unique_ptr<HttpClient> result(new HttpClient(std::move(parsed), std::move(options)));
-  result->interrupt_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (result->interrupt_fd_ < 0) return Status::Internal(Errno("eventfd", errno));
-  if (result->url_.tls) {
-    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-    if (ctx == nullptr) return Status::Internal(OpenSslError("SSL_CTX_new"));
-    result->ssl_ctx_ = ctx;
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    // A server closing without close_notify ends a read-until-close body; treat it as end of stream.
-    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
-    const std::string& ca_file = result->options_.ca_file;
-    if (ca_file.empty()) {
-      if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-        return Status::Internal(OpenSslError("cannot load the system trust store"));
-      }
-    } else if (SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
-      return Status::InvalidArgument(OpenSslError("cannot load ca_file " + ca_file));
-    }
-    // A peer closing mid-write must not kill the process. Plain sockets use MSG_NOSIGNAL; OpenSSL
-    // writes with write(2), so SIGPIPE is ignored process-wide unless someone installed a handler
-    // (as the metrics server does).
-    struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+  if (const CurlLibrary& library = LoadLibcurl(); !library.error.empty()) {
+    return Status::Internal(library.error);
   }
+  if (const std::string problem = CheckUrl(url); !problem.empty()) {
+    return Status::InvalidArgument("bad URL \"" + std::string(url) + "\": " + problem);
+  }
+  if (!options.ca_file.empty()) {
+    if (const std::string problem = CheckCaFile(options.ca_file); !problem.empty()) {
+      return Status::InvalidArgument(problem);
+    }
+  }
+  std::unique_ptr<HttpClient> result(new HttpClient(std::move(options)));
+  result->easy_ = Lib().curl_easy_init();
+  result->multi_ = Lib().curl_multi_init();
+  if (result->easy_ == nullptr || result->multi_ == nullptr) return Status::Internal("libcurl setup failed");
+
+  CURL* easy = result->easy_;
+  const std::string url_text(url);
+  result->tls_ = url_text.size() >= 6 && Lowered(url_text.substr(0, 6)) == "https:";
+  const std::string user_agent = "gpuscope-agent/" + std::string(Version());
+  const long timeout_ms = static_cast<long>(std::max<int64_t>(1, result->options_.timeout.count()));
+  bool ok = Lib().curl_easy_setopt(easy, CURLOPT_URL, url_text.c_str()) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_POST, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_USERAGENT, user_agent.c_str()) == CURLE_OK;
+  // HTTP/2 by ALPN when TLS is used, HTTP/1.1 on plain http (libcurl's default, said out loud).
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)) ==
+                 CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms) == CURLE_OK;
+  // No signals: the agent is multi-threaded (SIGPIPE is ignored process-wide by main).
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+  // A request given up while its host name is still resolving (Interrupt, timeout) leaves libcurl's
+  // resolver thread to finish on its own instead of joining it, which would block Stop() for as long as
+  // getaddrinfo() hangs on an unreachable DNS server. The thread frees its own data when it returns.
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_QUICK_EXIT, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)) ==
+                 CURLE_OK;
+  if (!result->options_.ca_file.empty()) {
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_CAINFO, result->options_.ca_file.c_str()) == CURLE_OK;
+  }
+  // No redirects: a push endpoint that moved is a configuration error, retried and counted like 5xx.
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &HttpClient::OnHeader) == CURLE_OK;
+  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpClient::OnBody) == CURLE_OK;
+  if (!ok) return Status::Internal("libcurl rejected an option (too old a libcurl?)");
   *client = std::move(result);
   return Status::Ok();
 }
 
 void HttpClient::Interrupt() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(interrupt_fd_, &one, sizeof(one));
+  interrupted_.store(true);
+  Lib().curl_multi_wakeup(multi_);
 }
 
-Status HttpClient::Connect(Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* results = nullptr;
-  const std::string port = std::to_string(url_.port);
-  const int rc = getaddrinfo(url_.host.c_str(), port.c_str(), &hints, &results);
-  if (rc != 0) return Status::Unavailable("cannot resolve " + url_.host + ": " + gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(results, freeaddrinfo);
-  Status last = Status::Unavailable("no address for " + url_.host);
-  for (addrinfo* ai = results; ai != nullptr; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      last = Status::Unavailable(Errno("socket", errno));
-      continue;
-    }
-    auto connection = std::make_unique<Connection>(fd, interrupt_fd_);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      if (errno != EINPROGRESS) {
-        last = Status::Unavailable(Errno("connect to " + url_.authority, errno));
-        continue;
-      }
-      Status status = connection->Wait(POLLOUT, deadline);
-      if (!status.ok()) return status;  // the deadline covers every address; an interrupt ends it all
-      int err = 0;
-      socklen_t len = sizeof(err);
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) {
-        last = Status::Unavailable(Errno("connect to " + url_.authority, err));
-        continue;
-      }
-    }
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (ssl_ctx_ != nullptr) {
-      Status status = connection->Handshake(ssl_ctx_, url_.host, deadline);
-      if (!status.ok()) return status;
-    }
-    connection_ = std::move(connection);
-    connections_opened_.fetch_add(1, std::memory_order_relaxed);
-    return Status::Ok();
+size_t HttpClient::OnHeader(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  std::string_view line(data, n);
+  HttpClientResponse& response = *transfer->response;
+  if (line.substr(0, 5) == "HTTP/") {
+    // A status line starts a response: an interim 1xx one before the final one, or a proxy's answer
+    // to CONNECT before the server's. Only the last counts.
+    response.headers.clear();
+    transfer->head_bytes = 0;
+    transfer->head_complete = false;
   }
-  return last;
+  if (line == "\r\n" || line == "\n") transfer->head_complete = true;
+  transfer->head_bytes += n;
+  if (transfer->head_bytes > transfer->options->max_response_head_bytes) {
+    transfer->head_error =
+        "response head over " + std::to_string(transfer->options->max_response_head_bytes) + " bytes";
+    return 0;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || line.substr(0, 5) == "HTTP/") return n;
+  if (response.headers.size() >= transfer->options->max_response_headers) {
+    transfer->head_error =
+        "more than " + std::to_string(transfer->options->max_response_headers) + " response headers";
+    return 0;
+  }
+  response.headers.emplace_back(Lowered(text::Trim(line.substr(0, colon))),
+                                std::string(text::Trim(line.substr(colon + 1))));
+  return n;
 }
 
-Status HttpClient::Exchange(std::string_view request_head, std::string_view body, Clock::time_point deadline,
-                            HttpClientResponse* response, bool* nothing_received) {
-  *nothing_received = true;
-  Status status = connection_->WriteAll(request_head, deadline);
-  if (status.ok()) status = connection_->WriteAll(body, deadline);
-  if (status.ok()) return ReadResponse(deadline, response, nothing_received);
-  if (status.code() != Status::Code::kUnavailable || Signalled(interrupt_fd_)) return status;
-  // The server may have answered before reading the whole body (413 for a body over its limit) and
-  // closed the connection, which broke the write: that answer, if it arrived, is the outcome.
-  bool head_complete = false;
-  const Status read = ReadResponse(deadline, response, nothing_received, &head_complete);
-  if (!read.ok() && !head_complete) return status;
-  connection_.reset();
+size_t HttpClient::OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  HttpClientResponse& response = *transfer->response;
+  const size_t room = transfer->options->max_response_body_bytes - response.body.size();
+  if (n > room) {
+    // Cut off: keep what fits and abort the transfer (libcurl closes the connection).
+    response.body.append(data, room);
+    response.body_truncated = true;
+    return 0;
+  }
+  response.body.append(data, n);
+  return n;
+}
+
+namespace {
+
+// The request's header lines for libcurl, after checking each (see Post()).
+Status BuildHeaderList(const std::vector<std::pair<std::string, std::string>>& headers, Slist* list) {
+  bool has_content_type = false;
+  bool listed = true;
+  for (const auto& [name, value] : headers) {
+    const std::string lower = Lowered(name);
+    if (!IsToken(name)) return Status::InvalidArgument("bad header name \"" + name + "\"");
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return Status::InvalidArgument("header " + name + " has CR, LF or NUL in its value");
+    }
+    if (IsClientManagedHeader(lower))
+      return Status::InvalidArgument("header " + name + " is set by the client");
+    has_content_type = has_content_type || lower == "content-type";
+    // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
+    listed = listed && Append(*list, value.empty() ? name + ";" : name + ": " + value);
+  }
+  // libcurl's default content type for a POST (a form) is not what was sent. Its "Expect: 100-continue"
+  // on bodies over 1 MiB stays: a receiver refuses an oversized batch (413) before the body is sent,
+  // rather than resetting the connection under it, which would read as a failure to retry forever.
+  if (!has_content_type) listed = listed && Append(*list, "Content-Type:");
+  if (!listed) return Status::Internal("out of memory building request headers");
   return Status::Ok();
 }
 
-Status HttpClient::ReadResponse(Clock::time_point deadline, HttpClientResponse* response,
-                                bool* nothing_received, bool* head_complete) {
-  Connection& conn = *connection_;
-  std::string& buffer = conn.buffer();
-  Status status;
+// "HTTP/1.1" for CURLINFO_HTTP_VERSION's value; "" when unknown.
+std::string ProtocolName(long version) {
+  switch (version) {
+    case CURL_HTTP_VERSION_1_0:
+      return "HTTP/1.0";
+    case CURL_HTTP_VERSION_1_1:
+      return "HTTP/1.1";
+    case CURL_HTTP_VERSION_2_0:
+      return "HTTP/2";
+    case CURL_HTTP_VERSION_3:
+      return "HTTP/3";
+    default:
+      return "";
+  }
+}
 
-  // Reads more bytes; a close here is an error (the framing said more was coming).
-  auto read_more = [&](std::string_view where) -> Status {
-    bool eof = false;
-    Status s = conn.ReadMore(deadline, &eof);
-    if (!s.ok()) return s;
-    if (eof) return Status::Unavailable("connection closed by the server " + std::string(where));
-    *nothing_received = false;
-    return Status::Ok();
-  };
-  // Takes one CRLF-terminated line (without the CRLF) off the buffer.
-  auto read_line = [&](size_t limit, std::string_view where, std::string* line) -> Status {
-    size_t eol;
-    while ((eol = buffer.find("\r\n")) == std::string::npos) {
-      if (buffer.size() > limit) return Status::Unavailable("response line too long " + std::string(where));
-      Status s = read_more(where);
-      if (!s.ok()) return s;
-    }
-    if (eol > limit) return Status::Unavailable("response line too long " + std::string(where));
-    line->assign(buffer, 0, eol);
-    buffer.erase(0, eol + 2);
-    return Status::Ok();
-  };
-  auto append_body = [&](size_t n) {
-    const size_t room = options_.max_response_body_bytes - response->body.size();
-    if (n > room) response->body_truncated = true;
-    response->body.append(buffer, 0, std::min(n, room));
-    buffer.erase(0, n);
-  };
-  // Reads exactly `length` body bytes (fewer when the body limit is reached).
-  auto read_body = [&](uint64_t length) -> Status {
-    while (length > 0 && !response->body_truncated) {
-      if (buffer.empty()) {
-        Status s = read_more("in the response body");
-        if (!s.ok()) return s;
-      }
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(length, buffer.size()));
-      append_body(take);
-      length -= take;
-    }
-    return Status::Ok();
-  };
+}  // namespace
 
-  // Status line and headers; interim 1xx responses are skipped.
-  int version_minor = 1;
+int HttpClient::Perform(char* error_buffer, bool* interrupted) {
+  *interrupted = false;
+  if (Lib().curl_multi_add_handle(multi_, easy_) != CURLM_OK) {
+    snprintf(error_buffer, CURL_ERROR_SIZE, "curl_multi_add_handle failed");
+    return CURLE_FAILED_INIT;
+  }
+  CURLcode result = CURLE_FAILED_INIT;
   while (true) {
-    size_t end;
-    while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-      const size_t n = std::min<size_t>(buffer.size(), 5);
-      if (buffer.compare(0, n, "HTTP/", n) != 0) return Status::Unavailable("the response is not HTTP");
-      if (buffer.size() > options_.max_response_head_bytes) {
-        return Status::Unavailable("response head over " + std::to_string(options_.max_response_head_bytes) +
-                                   " bytes");
+    int running = 0;
+    CURLMcode multi_result = Lib().curl_multi_perform(multi_, &running);
+    bool done = false;
+    int left = 0;
+    while (CURLMsg* message = Lib().curl_multi_info_read(multi_, &left)) {
+      if (message->msg == CURLMSG_DONE && message->easy_handle == easy_) {
+        result = message->data.result;
+        done = true;
       }
-      Status s = read_more("before the end of the response head");
-      if (!s.ok()) return s;
     }
-    if (end + 4 > options_.max_response_head_bytes) {
-      return Status::Unavailable("response head over " + std::to_string(options_.max_response_head_bytes) +
-                                 " bytes");
+    if (done) break;
+    if (interrupted_.load()) {
+      *interrupted = true;
+      break;
     }
-    const std::string head = buffer.substr(0, end + 2);
-    buffer.erase(0, end + 4);
-    status = ParseHttpResponseHead(head, options_.max_response_headers, response, &version_minor);
-    if (!status.ok()) return status;
-    const int code = response->status;
-    if (code == 101) return Status::Unavailable("unexpected 101 Switching Protocols");
-    if (code >= 200) break;
+    // Sleeps until a socket is ready, libcurl's next timeout, or curl_multi_wakeup() from Interrupt().
+    if (multi_result == CURLM_OK)
+      multi_result = Lib().curl_multi_poll(multi_, nullptr, 0, kMaxPollMillis, nullptr);
+    if (multi_result != CURLM_OK) {
+      snprintf(error_buffer, CURL_ERROR_SIZE, "%s", Lib().curl_multi_strerror(multi_result));
+      break;
+    }
   }
-  if (head_complete != nullptr) *head_complete = true;
-
-  // Body framing (RFC 9112 section 6.3).
-  const std::string_view connection_header = response->Header("connection");
-  bool keep_alive =
-      version_minor >= 1 ? !HasToken(connection_header, "close") : HasToken(connection_header, "keep-alive");
-  const std::string transfer_encoding(response->Header("transfer-encoding"));
-  const std::string content_length(response->Header("content-length"));
-  if (response->status == 204 || response->status == 304) {
-    // no body
-  } else if (!transfer_encoding.empty() && EqualsNoCase(LastToken(transfer_encoding), "chunked")) {
-    while (!response->body_truncated) {
-      std::string line;
-      status = read_line(kMaxChunkSizeLineBytes, "in a chunk size", &line);
-      if (!status.ok()) return status;
-      uint64_t size = 0;
-      if (!ParseChunkSizeLine(line, &size)) return Status::Unavailable("malformed chunk size");
-      if (size == 0) {  // last chunk: trailers up to an empty line
-        size_t trailer_bytes = 0;
-        do {
-          status = read_line(options_.max_response_head_bytes, "in the trailers", &line);
-          if (!status.ok()) return status;
-          trailer_bytes += line.size() + 2;
-          if (trailer_bytes > options_.max_response_head_bytes) {
-            return Status::Unavailable("response trailers too long");
-          }
-        } while (!line.empty());
-        break;
-      }
-      status = read_body(size);
-      if (!status.ok()) return status;
-      if (response->body_truncated) break;
-      status = read_line(2, "after a chunk", &line);
-      if (!status.ok()) return status;
-      if (!line.empty()) return Status::Unavailable("malformed chunk end");
-    }
-  } else if (!transfer_encoding.empty() || content_length.empty()) {
-    // No length given: the body ends when the server closes the connection.
-    keep_alive = false;
-    while (!response->body_truncated) {
-      if (!buffer.empty()) append_body(buffer.size());
-      if (response->body_truncated) break;
-      bool eof = false;
-      status = conn.ReadMore(deadline, &eof);
-      if (!status.ok()) return status;
-      if (eof) break;
-    }
-  } else {
-    uint64_t length = 0;
-    const auto [ptr, ec] =
-        std::from_chars(content_length.data(), content_length.data() + content_length.size(), length);
-    if (ec != std::errc() || ptr != content_length.data() + content_length.size()) {
-      return Status::Unavailable("malformed Content-Length");
-    }
-    status = read_body(length);
-    if (!status.ok()) return status;
-  }
-  // A cut-off body leaves unread bytes on the wire; stray bytes after the response are not ours either.
-  if (!keep_alive || response->body_truncated || !buffer.empty()) connection_.reset();
-  return Status::Ok();
+  long new_connections = 0;
+  Lib().curl_easy_getinfo(easy_, CURLINFO_NUM_CONNECTS, &new_connections);
+  connections_opened_.fetch_add(static_cast<uint64_t>(std::max(0L, new_connections)),
+                                std::memory_order_relaxed);
+  // Removing the handle mid-transfer (interrupted) closes its connection; after a complete transfer
+  // the connection stays in the multi handle's cache for the next request.
+  Lib().curl_multi_remove_handle(multi_, easy_);
+  return static_cast<int>(result);
 }
 
 Status HttpClient::Post(std::string_view body,
                         const std::vector<std::pair<std::string, std::string>>& headers,
                         HttpClientResponse* response) {
-  *response = HttpClientResponse{};
-  std::string head = "POST " + url_.target + " HTTP/1.1\r\nHost: " + url_.authority +
-                     "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  bool has_user_agent = false;
-  for (const auto& [name, value] : headers) {
-    if (!IsToken(name) || value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-      return Status::InvalidArgument("invalid HTTP header: " + name);
-    }
-    if (EqualsNoCase(name, "host") || EqualsNoCase(name, "content-length") ||
-        EqualsNoCase(name, "transfer-encoding")) {
-      return Status::InvalidArgument("header set by the client itself: " + name);
-    }
-    has_user_agent = has_user_agent || EqualsNoCase(name, "user-agent");
-    head += name + ": " + value + "\r\n";
-  }
-  if (!has_user_agent) head += "User-Agent: gpuscope\r\n";
-  head += "\r\n";
+  *response = HttpClientResponse();
+  if (interrupted_.load()) return Status::Unavailable("interrupted");
+  Slist list;
+  const Status listed = BuildHeaderList(headers, &list);
+  if (!listed.ok()) return listed;
 
-  const auto deadline = Clock::now() + options_.timeout;
-  for (int attempt = 0;; ++attempt) {
-    if (Signalled(interrupt_fd_)) {
-      connection_.reset();
-      return Status::Unavailable("request interrupted");
+  Transfer transfer{&options_, response, 0, false, {}};
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
+  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  Lib().curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
+  Lib().curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
+  Lib().curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);
+  Lib().curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_buffer);
+  bool interrupted = false;
+  const auto result = static_cast<CURLcode>(Perform(error_buffer, &interrupted));
+  long status = 0;
+  Lib().curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
+  long version = 0;
+  Lib().curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
+  // Nothing of this request may outlive it in the handle.
+  Lib().curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_HEADERDATA, nullptr);
+  Lib().curl_easy_setopt(easy_, CURLOPT_WRITEDATA, nullptr);
+
+  if (interrupted) return Status::Unavailable("interrupted");
+  const bool cut_off = result == CURLE_WRITE_ERROR && response->body_truncated;
+  if (result != CURLE_OK && !cut_off) {
+    std::string message = Lib().curl_easy_strerror(result);
+    if (!transfer.head_error.empty()) {
+      message = transfer.head_error;
+    } else if (error_buffer[0] != '\0') {
+      message += ": ";
+      message += error_buffer;
     }
-    const bool reused = connection_ != nullptr && connection_->Reusable();
-    if (!reused) {
-      connection_.reset();
-      Status status = Connect(deadline);
-      if (!status.ok()) return status;
-    }
-    bool nothing_received = true;
-    Status status = Exchange(head, body, deadline, response, &nothing_received);
-    if (status.ok()) return status;
-    connection_.reset();
-    // A kept-alive connection the server closed just as we reused it: send once more on a fresh one.
-    if (reused && nothing_received && attempt == 0 && status.code() == Status::Code::kUnavailable &&
-        !Signalled(interrupt_fd_)) {
-      *response = HttpClientResponse{};
-      continue;
-    }
-    return status;
+    if (result == CURLE_OPERATION_TIMEDOUT) return Status::DeadlineExceeded(message);
+    return Status::Unavailable(message);
   }
+  // libcurl is lenient where a push client must not be: a head cut off by the server closing the
+  // connection, or a status line claiming HTTP/2 on a connection that never negotiated it (plain
+  // http:// is always HTTP/1.x here), would otherwise read as a delivered batch.
+  if (!transfer.head_complete) return Status::Unavailable("response head cut off");
+  if (!tls_ && version != CURL_HTTP_VERSION_1_0 && version != CURL_HTTP_VERSION_1_1) {
+    return Status::Unavailable("answer to plain http is not HTTP/1.x");
+  }
+  response->status = static_cast<int>(status);
+  response->protocol = ProtocolName(version);
+  return Status::Ok();
 }
 
 }  // namespace gpuscope

@@ -1,11 +1,19 @@
-// HttpClient: a small blocking HTTP/1.1 client for the push sinks (Loki, OTLP). It POSTs a body with a
-// Content-Length to one URL (http:// or https://; host names through getaddrinfo, IPv4 and [IPv6]
-// literals), keeps the connection open between requests (keep-alive) and reconnects when the server
-// closed it. Every wait (connect, TLS handshake, send, response) polls the socket together with an
-// eventfd, so each request is bounded by a deadline and Interrupt() cuts it short from another thread.
-// https verifies the server's certificate and name against the system trust store or a given CA file.
-// Responses are read with limits (head size, header count, body size): a peer answering something that
-// is not HTTP makes the request fail, never crashes the client or grows its memory without bound.
+// HttpClient: the push sinks' HTTP client (Loki, OTLP), a thin owner of one libcurl easy handle driven by
+// one multi handle. It POSTs a body to one URL (http:// or https://) and keeps the connection for the
+// next request; libcurl does the rest:
+//   - proxies from the environment, as libcurl reads them: for an https:// URL `https_proxy` or
+//     `HTTPS_PROXY`, for an http:// URL `http_proxy` (lower case only: libcurl ignores `HTTP_PROXY` on
+//     purpose, since CGI servers put a request's Proxy header there), then `all_proxy`/`ALL_PROXY`;
+//     `no_proxy`/`NO_PROXY` (host names and their subdomains, IP addresses, CIDR ranges, `*`) bypasses
+//     them. An https:// URL goes through the proxy in a CONNECT tunnel, end-to-end TLS intact.
+//   - HTTP/2 when a TLS server offers it by ALPN (HTTP/1.1 otherwise); plain http:// speaks HTTP/1.1
+//     (no h2c upgrade, which would cost a round trip and breaks on HTTP/1-only receivers).
+//   - TLS with certificate and host name verification against the system trust store or a CA file.
+// libcurl is loaded (dlopen) when the first client is created, so an agent without push sinks does not
+// map it and the libraries it depends on. Every wait is in curl_multi_poll(), which Interrupt() wakes
+// (curl_multi_wakeup) from another thread, so a request in flight ends promptly however long its timeout.
+// Responses are read with limits (head size, header count, body size): a peer answering something that is not
+// HTTP fails the request, never crashes the client or grows its memory without bound.
 //
 // Thread-safety: Post() from one thread at a time; Interrupt() and connections_opened() from any thread.
 #pragma once
@@ -22,35 +30,24 @@
 
 #include "src/core/status.h"
 
-typedef struct ssl_ctx_st SSL_CTX;
+typedef void CURL;
+typedef void CURLM;
 
 namespace gpuscope {
 
-// An absolute http(s) URL split into what a request needs.
-struct HttpUrl {
-  bool tls = false;       // https
-  std::string host;       // host name or IP literal, without IPv6 brackets
-  uint16_t port = 0;      // explicit, or 80 / 443 by scheme
-  std::string target;     // origin-form request target: path and query, "/" when the URL has none
-  std::string authority;  // the Host header: host (bracketed for IPv6) and ":port" unless the default
-};
-
-// Parses "http://host[:port][/path][?query]" or "https://...". The scheme is case-insensitive; a
-// fragment is dropped. InvalidArgument for anything else (other schemes, userinfo, empty host, a port
-// that is not 1..65535, spaces or control characters).
-Status ParseHttpUrl(std::string_view url, HttpUrl* out);
-
 struct HttpClientOptions {
-  // Bound on one Post(): connecting (every address tried), TLS handshake, sending and the response.
+  // Bound on one Post(): resolving, connecting (through the proxy too), TLS handshake, sending and the
+  // response.
   std::chrono::milliseconds timeout{10000};
   std::string ca_file;  // https: PEM file of CAs to trust instead of the system trust store
-  size_t max_response_head_bytes = 16 << 10;  // status line and headers (also each chunked trailer)
+  size_t max_response_head_bytes = 16 << 10;  // status line and headers (of the final response)
   size_t max_response_headers = 100;
   size_t max_response_body_bytes = 64 << 10;  // more is cut off (body_truncated), the connection closed
 };
 
 struct HttpClientResponse {
   int status = 0;
+  std::string protocol;                                      // "HTTP/1.1", "HTTP/2", ...
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
   std::string body;
   bool body_truncated = false;  // the body was longer than max_response_body_bytes
@@ -59,64 +56,50 @@ struct HttpClientResponse {
   std::string_view Header(std::string_view name) const;
 };
 
-// Parses a response head: the status line and the header lines, each ending in CRLF, without the empty
-// line that ends the head. Fills response->status and ->headers (names lower-cased) and *version_minor.
-// Unavailable with the reason when it is not an HTTP/1.x status line, a header line is malformed, or
-// there are more than max_headers headers (response->status is then 0). Pure; fuzzed.
-Status ParseHttpResponseHead(std::string_view head, size_t max_headers, HttpClientResponse* response,
-                             int* version_minor);
-
-// Parses a chunked-encoding size line (hex size, optional ";extensions", no CRLF). False when malformed
-// or over 64 bits. Pure; fuzzed.
-bool ParseChunkSizeLine(std::string_view line, uint64_t* size);
-
 class HttpClient {
  public:
-  // Parses the URL and, for https, sets up the TLS context (system trust store or options.ca_file).
-  // InvalidArgument for a bad URL or an unreadable CA file; Internal if OpenSSL or eventfd setup fails.
-  // Connects lazily, on the first Post().
+  // Loads libcurl (once per process), checks the URL (http or https, a host, a port in 1..65535, no
+  // user:password) and the CA file (a readable PEM file with a certificate), then sets up the handles.
+  // InvalidArgument for a bad URL or CA file; Internal if libcurl cannot be loaded (not installed, older
+  // than 7.80) or set up. Connects lazily, on the first Post().
   static Status Create(std::string_view url, HttpClientOptions options, std::unique_ptr<HttpClient>* client);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Sends "POST <target>" with Host, Content-Length and `headers`, and reads the whole response into
+  // Sends "POST" with Content-Length, a User-Agent and `headers`, and reads the whole response into
   // *response (any status code is Ok: interpreting it is the caller's business). Reuses the open
-  // connection when it is still good; a reused connection that turns out closed before any response
-  // byte arrives is replaced and the request sent once more. Errors (the connection is closed then):
-  // InvalidArgument for a header name or value with CR/LF/NUL; DeadlineExceeded past options.timeout;
-  // Unavailable when the connection fails (refused, reset, TLS verification), the response is not
-  // HTTP or over the head limits, or after Interrupt().
+  // connection when it is still good; libcurl replaces a kept connection the server closed and sends
+  // the request once more. Errors: InvalidArgument for a header name that is not a token, a value with
+  // CR/LF/NUL, or a header the client sets itself (Content-Length, Transfer-Encoding, Host, Connection,
+  // Expect); DeadlineExceeded past options.timeout; Unavailable when the connection fails (refused,
+  // reset, proxy, TLS verification), the response is not HTTP or over the head limits, or after
+  // Interrupt().
   Status Post(std::string_view body, const std::vector<std::pair<std::string, std::string>>& headers,
               HttpClientResponse* response);
 
   // Makes the Post() in progress and every later one fail promptly with Unavailable. Permanent; safe
-  // from any thread and from a signal handler (one write to an eventfd).
+  // from any thread.
   void Interrupt();
 
-  // How many connections this client has opened (successful connects); tells keep-alive apart from
-  // reconnects.
+  // How many connections this client has opened (TCP connections to the server or the proxy); tells
+  // connection reuse apart from reconnects.
   uint64_t connections_opened() const { return connections_opened_.load(std::memory_order_relaxed); }
 
-  const HttpUrl& url() const { return url_; }
-
  private:
-  class Connection;
-  HttpClient(HttpUrl url, HttpClientOptions options);
-  Status Connect(std::chrono::steady_clock::time_point deadline);
-  Status Exchange(std::string_view request_head, std::string_view body,
-                  std::chrono::steady_clock::time_point deadline, HttpClientResponse* response,
-                  bool* nothing_received);
-  // Reads one response (interim 1xx skipped) from the connection; *head_complete once the final
-  // status line and headers were read.
-  Status ReadResponse(std::chrono::steady_clock::time_point deadline, HttpClientResponse* response,
-                      bool* nothing_received, bool* head_complete = nullptr);
+  struct Transfer;  // what the callbacks of the request in flight fill in
+  explicit HttpClient(HttpClientOptions options);
+  static size_t OnHeader(char* data, size_t size, size_t count, void* transfer);
+  static size_t OnBody(char* data, size_t size, size_t count, void* transfer);
+  // Runs the transfer set up on easy_ to its end, or until Interrupt() (*interrupted). Returns
+  // libcurl's result, with details in error_buffer (CURL_ERROR_SIZE bytes).
+  int Perform(char* error_buffer, bool* interrupted);
 
-  HttpUrl url_;
   HttpClientOptions options_;
-  SSL_CTX* ssl_ctx_ = nullptr;
-  int interrupt_fd_ = -1;
-  std::unique_ptr<Connection> connection_;  // the kept-alive connection, if any
+  CURL* easy_ = nullptr;  // one handle: libcurl keeps its connection cache in multi_
+  CURLM* multi_ = nullptr;
+  bool tls_ = false;  // https:// URL
+  std::atomic<bool> interrupted_{false};
   std::atomic<uint64_t> connections_opened_{0};
 };
 

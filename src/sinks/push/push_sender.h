@@ -1,8 +1,8 @@
 // PushSender: the one sending loop behind every push sink (Loki, OTLP), and their PushSink
 // (src/sinks/push_sink.h). A thread of its own reads
 // batches from the shared DurableQueue as the named consumer options.name, turns each batch into one
-// request body with options.encode and POSTs it (HttpClient: keep-alive, timeouts, https). What the
-// receiver answers decides the batch's fate:
+// request body with options.encode and POSTs it (HttpClient, on libcurl: connection reuse, HTTP/2 over
+// TLS, proxies from the environment, timeouts, https). What the receiver answers decides the batch's fate:
 //   2xx                               -> Ack: delivered.
 //   5xx, 429, connection/timeout/garbage, 3xx
 //                                     -> keep it queued and retry with exponential backoff and jitter,

@@ -1,16 +1,23 @@
 #include "src/sinks/push/http_client.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/tools/local_daemons/local_daemons.h"
 #include "tests/tools/push_receiver/test_http_server.h"
 #include "tests/unit/sinks/prometheus/test_client.h"
 
@@ -71,74 +78,52 @@ std::unique_ptr<HttpClient> MakeClient(const std::string& url, HttpClientOptions
   return client;
 }
 
-TEST(HttpUrl, ParsesSchemesHostsPortsAndTargets) {
-  HttpUrl url;
-  ASSERT_TRUE(ParseHttpUrl("http://loki:3100/loki/api/v1/push", &url).ok());
-  EXPECT_FALSE(url.tls);
-  EXPECT_EQ(url.host, "loki");
-  EXPECT_EQ(url.port, 3100);
-  EXPECT_EQ(url.target, "/loki/api/v1/push");
-  EXPECT_EQ(url.authority, "loki:3100");
+class HttpClientTest : public ::testing::Test {
+ protected:
+  testing::ProxyEnvironment environment_;
+};
 
-  ASSERT_TRUE(ParseHttpUrl("HTTPS://otel.example.com/v1/logs?x=1#frag", &url).ok());
-  EXPECT_TRUE(url.tls);
-  EXPECT_EQ(url.port, 443);
-  EXPECT_EQ(url.target, "/v1/logs?x=1");
-  EXPECT_EQ(url.authority, "otel.example.com");
-
-  ASSERT_TRUE(ParseHttpUrl("http://[::1]:4318", &url).ok());
-  EXPECT_EQ(url.host, "::1");
-  EXPECT_EQ(url.port, 4318);
-  EXPECT_EQ(url.target, "/");
-  EXPECT_EQ(url.authority, "[::1]:4318");
-
-  ASSERT_TRUE(ParseHttpUrl("http://10.0.0.7?q", &url).ok());
-  EXPECT_EQ(url.host, "10.0.0.7");
-  EXPECT_EQ(url.port, 80);
-  EXPECT_EQ(url.target, "/?q");
+// Whether this process has libcurl mapped.
+bool LibcurlMapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/libcurl.so") != std::string::npos) return true;
+  }
+  return false;
 }
 
-TEST(HttpUrl, RejectsWhatItCannotSendTo) {
-  HttpUrl url;
+TEST(HttpClientLoading, LibcurlIsMappedOnlyOnceAClientIsCreated) {
+  // An agent without push sinks does not pay for libcurl and its ~25 libraries. Checked in a fresh
+  // process (the "threadsafe" death-test style re-runs this test alone), since earlier tests of this
+  // binary load it.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const bool before = LibcurlMapped();
+        std::unique_ptr<HttpClient> client;
+        const bool created = HttpClient::Create("http://127.0.0.1:1/", {}, &client).ok();
+        std::exit(!before && created && LibcurlMapped() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(HttpClientTest, CreateRejectsUrlsItCannotSendTo) {
   for (const char* bad : {"", "loki:3100/push", "ftp://host/", "http://", "http://:80/", "http://host:0/",
                           "http://host:65536/", "http://host:12ab/", "http://user:pw@host/", "http://::1/",
                           "http://[::1/", "http://[nothex]/", "http://host/a b", "http://host/\n"}) {
-    EXPECT_EQ(ParseHttpUrl(bad, &url).code(), Status::Code::kInvalidArgument) << bad;
+    std::unique_ptr<HttpClient> client;
+    EXPECT_EQ(HttpClient::Create(bad, {}, &client).code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_EQ(client, nullptr);
+  }
+  for (const char* good : {"http://loki:3100/loki/api/v1/push", "HTTPS://otel.example.com/v1/logs?x=1#frag",
+                           "http://[::1]:4318", "http://10.0.0.7?q"}) {
+    std::unique_ptr<HttpClient> client;
+    EXPECT_TRUE(HttpClient::Create(good, {}, &client).ok()) << good;
   }
 }
 
-TEST(HttpResponseHead, ParsesStatusVersionAndHeaders) {
-  HttpClientResponse response;
-  int minor = -1;
-  ASSERT_TRUE(
-      ParseHttpResponseHead("HTTP/1.0 429 Too Many\r\nRetry-After:  5 \r\nX-A: b\r\n", 10, &response, &minor)
-          .ok());
-  EXPECT_EQ(response.status, 429);
-  EXPECT_EQ(minor, 0);
-  EXPECT_EQ(response.Header("retry-after"), "5");
-  EXPECT_EQ(response.headers[1].first, "x-a");
-  ASSERT_TRUE(ParseHttpResponseHead("HTTP/1.1 204\r\n", 10, &response, &minor).ok());
-  EXPECT_EQ(response.status, 204);
-  for (const char* bad : {"", "HTTP/1.1 20\r\n", "HTTP/1.1 2000\r\n", "HTTP/1.1 099 x\r\n",
-                          "HTTP/1.x 200\r\n", "http/1.1 200\r\n", "HTTP/1.1 200\r\n folded: x\r\n",
-                          "HTTP/1.1 200\r\n: v\r\n", "HTTP/1.1 200\r\na: 1\r\nb: 2\r\nc: 3\r\n"}) {
-    EXPECT_FALSE(ParseHttpResponseHead(bad, 2, &response, &minor).ok()) << bad;
-    EXPECT_EQ(response.status, 0);
-  }
-}
-
-TEST(HttpResponseHead, ParsesChunkSizeLines) {
-  uint64_t size = 0;
-  EXPECT_TRUE(ParseChunkSizeLine("1f", &size));
-  EXPECT_EQ(size, 31u);
-  EXPECT_TRUE(ParseChunkSizeLine("A;name=value", &size));
-  EXPECT_EQ(size, 10u);
-  for (const char* bad : {"", ";x", "g", "-1", "1 2", "ffffffffffffffffff"}) {
-    EXPECT_FALSE(ParseChunkSizeLine(bad, &size)) << bad;
-  }
-}
-
-TEST(HttpClient, PostSendsBodyAndHeadersAndReadsTheResponse) {
+TEST_F(HttpClientTest, PostSendsBodyAndHeadersAndReadsTheResponse) {
   ScriptedServer server([](const TestHttpRequest&) { return Answer(201, "created", {{"X-Answer", "42"}}); });
   auto client = MakeClient(server.url("http", "/loki/api/v1/push?tenant=a"));
   HttpClientResponse response;
@@ -150,6 +135,7 @@ TEST(HttpClient, PostSendsBodyAndHeadersAndReadsTheResponse) {
   EXPECT_EQ(response.body, "created");
   EXPECT_EQ(response.Header("X-ANSWER"), "42");
   EXPECT_FALSE(response.body_truncated);
+  EXPECT_EQ(response.protocol, "HTTP/1.1");  // plain http: no h2c upgrade
 
   const auto requests = server.requests();
   ASSERT_EQ(requests.size(), 1u);
@@ -160,9 +146,29 @@ TEST(HttpClient, PostSendsBodyAndHeadersAndReadsTheResponse) {
   EXPECT_EQ(requests[0].Header("content-type"), "application/x-protobuf");
   EXPECT_EQ(requests[0].Header("x-scope-orgid"), "t1");
   EXPECT_EQ(requests[0].body, body);
+  EXPECT_EQ(requests[0].Header("user-agent").substr(0, 15), "gpuscope-agent/");
 }
 
-TEST(HttpClient, KeepAliveSendsManyRequestsOverOneConnection) {
+TEST_F(HttpClientTest, SendsNoContentTypeOfItsOwnNorExpectWithAPushSizedBody) {
+  // libcurl would add a form content type to a POST; "Expect: 100-continue" (and a wait for it) comes
+  // only with bodies over 1 MiB, larger than a push batch.
+  ScriptedServer server([](const TestHttpRequest&) { return Answer(204); });
+  auto client = MakeClient(server.url());
+  HttpClientResponse response;
+  ASSERT_TRUE(client->Post(std::string(200000, 'x'), {{"X-Empty", ""}}, &response).ok());
+  EXPECT_EQ(response.status, 204);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].Header("content-type"), "");
+  EXPECT_EQ(requests[0].Header("expect"), "");
+  EXPECT_EQ(requests[0].body.size(), 200000u);
+  bool has_empty_header = false;
+  for (const auto& [name, value] : requests[0].headers)
+    has_empty_header |= name == "x-empty" && value.empty();
+  EXPECT_TRUE(has_empty_header);
+}
+
+TEST_F(HttpClientTest, KeepAliveSendsManyRequestsOverOneConnection) {
   ScriptedServer server([](const TestHttpRequest& r) { return Answer(204); });
   auto client = MakeClient(server.url());
   for (int i = 0; i < 5; ++i) {
@@ -174,7 +180,7 @@ TEST(HttpClient, KeepAliveSendsManyRequestsOverOneConnection) {
   EXPECT_EQ(server.server().connections_accepted(), 1u);
 }
 
-TEST(HttpClient, ReconnectsWhenTheServerClosedTheConnection) {
+TEST_F(HttpClientTest, ReconnectsWhenTheServerClosedTheConnection) {
   // The server closes after every answer, once saying so (Connection: close) and once silently.
   std::atomic<int> n{0};
   ScriptedServer server([&](const TestHttpRequest&) {
@@ -193,7 +199,7 @@ TEST(HttpClient, ReconnectsWhenTheServerClosedTheConnection) {
   EXPECT_EQ(client->connections_opened(), 4u);
 }
 
-TEST(HttpClient, ConnectionRefusedIsUnavailable) {
+TEST_F(HttpClientTest, ConnectionRefusedIsUnavailable) {
   uint16_t port;
   {
     ScriptedServer server([](const TestHttpRequest&) { return Answer(200); });
@@ -204,7 +210,7 @@ TEST(HttpClient, ConnectionRefusedIsUnavailable) {
   EXPECT_EQ(client->Post("x", {}, &response).code(), Status::Code::kUnavailable);
 }
 
-TEST(HttpClient, ResolvesHostNamesAndTriesEveryAddress) {
+TEST_F(HttpClientTest, ResolvesHostNamesAndTriesEveryAddress) {
   // "localhost" may resolve to ::1 first, where nothing listens; the client must go on to 127.0.0.1.
   ScriptedServer server([](const TestHttpRequest&) { return Answer(200); });
   auto client = MakeClient("http://localhost:" + std::to_string(server.server().port()) + "/");
@@ -215,7 +221,7 @@ TEST(HttpClient, ResolvesHostNamesAndTriesEveryAddress) {
   EXPECT_EQ(server.requests()[0].Header("host"), "localhost:" + std::to_string(server.server().port()));
 }
 
-TEST(HttpClient, ServerThatNeverAnswersHitsTheTimeout) {
+TEST_F(HttpClientTest, ServerThatNeverAnswersHitsTheTimeout) {
   ScriptedServer server([](const TestHttpRequest&) { return TestHttpReply{"", false, true}; });
   HttpClientOptions options;
   options.timeout = std::chrono::milliseconds(100);
@@ -224,7 +230,7 @@ TEST(HttpClient, ServerThatNeverAnswersHitsTheTimeout) {
   EXPECT_EQ(client->Post("x", {}, &response).code(), Status::Code::kDeadlineExceeded);
 }
 
-TEST(HttpClient, InterruptEndsARequestBlockedOnASilentServer) {
+TEST_F(HttpClientTest, InterruptEndsARequestBlockedOnASilentServer) {
   ScriptedServer server([](const TestHttpRequest&) { return TestHttpReply{"", false, true}; });
   HttpClientOptions options;
   options.timeout = std::chrono::hours(1);
@@ -241,7 +247,7 @@ TEST(HttpClient, InterruptEndsARequestBlockedOnASilentServer) {
   EXPECT_EQ(client->Post("x", {}, &response).code(), Status::Code::kUnavailable);  // permanent
 }
 
-TEST(HttpClient, AnswersThatAreNotHttpAreErrorsAndTheClientRecovers) {
+TEST_F(HttpClientTest, AnswersThatAreNotHttpAreErrorsAndTheClientRecovers) {
   const std::vector<std::string> bad_answers = {
       std::string("\x00\xff garbage\r\n\r\n", 14),
       "SSH-2.0-OpenSSH_9.2\r\n",
@@ -280,7 +286,7 @@ TEST(HttpClient, AnswersThatAreNotHttpAreErrorsAndTheClientRecovers) {
   EXPECT_EQ(response.body, "fine");
 }
 
-TEST(HttpClient, OversizedBodyIsCutAtTheLimitAndTheConnectionDropped) {
+TEST_F(HttpClientTest, OversizedBodyIsCutAtTheLimitAndTheConnectionDropped) {
   ScriptedServer server([](const TestHttpRequest&) { return Answer(413, std::string(4 << 20, 'z')); });
   HttpClientOptions options;
   options.max_response_body_bytes = 1000;
@@ -295,9 +301,11 @@ TEST(HttpClient, OversizedBodyIsCutAtTheLimitAndTheConnectionDropped) {
   EXPECT_EQ(client->connections_opened(), 2u);
 }
 
-TEST(HttpClient, AnAnswerSentBeforeTheBodyWasReadIsTheOutcome) {
+TEST_F(HttpClientTest, AnAnswerSentBeforeTheBodyWasReadIsTheOutcome) {
   // The server refuses the body from its Content-Length alone (413), answers and closes without reading
-  // it, so the client's write fails: the 413 is still what the client reports, not a connection error.
+  // it: the 413 is what the client reports, not a connection error. (libcurl announces a body this
+  // large with "Expect: 100-continue" and sends it only after "100 Continue", so it never writes into
+  // the closed connection.)
   TestHttpServerOptions options;
   options.max_body_bytes = 1000;
   ScriptedServer server([](const TestHttpRequest&) { return Answer(200); }, options);
@@ -310,7 +318,7 @@ TEST(HttpClient, AnAnswerSentBeforeTheBodyWasReadIsTheOutcome) {
   EXPECT_EQ(response.status, 200);
 }
 
-TEST(HttpClient, ChunkedUntilCloseAndInterimResponsesAreRead) {
+TEST_F(HttpClientTest, ChunkedUntilCloseAndInterimResponsesAreRead) {
   std::atomic<int> n{0};
   ScriptedServer server([&](const TestHttpRequest&) {
     switch (n++) {
@@ -337,7 +345,7 @@ TEST(HttpClient, ChunkedUntilCloseAndInterimResponsesAreRead) {
   EXPECT_EQ(client->connections_opened(), 2u);  // the chunked answer kept the connection alive
 }
 
-TEST(HttpClient, HeadersThatWouldSplitTheRequestAreRejected) {
+TEST_F(HttpClientTest, HeadersThatWouldSplitTheRequestAreRejected) {
   ScriptedServer server([](const TestHttpRequest&) { return Answer(200); });
   auto client = MakeClient(server.url());
   HttpClientResponse response;
@@ -348,31 +356,35 @@ TEST(HttpClient, HeadersThatWouldSplitTheRequestAreRejected) {
   EXPECT_TRUE(server.requests().empty());
 }
 
-class HttpClientTls : public ::testing::Test {
+// TLS against a CA the test makes with openssl, which signed the server's certificate for localhost and
+// 127.0.0.1.
+class HttpClientTls : public HttpClientTest {
  protected:
   void SetUp() override {
-    cert_ = dir_.path() + "/cert.pem";
-    key_ = dir_.path() + "/key.pem";
-    ASSERT_TRUE(testing::WriteSelfSignedCertificate(cert_, key_));
+    const Status made = testing::MakeTestCertificates(dir_.path(), &certificates_);
+    ASSERT_TRUE(made.ok()) << made.ToString();
   }
   TestHttpServerOptions TlsOptions() const {
     TestHttpServerOptions options;
-    options.cert_file = cert_;
-    options.key_file = key_;
+    options.cert_file = certificates_.cert_file;
+    options.key_file = certificates_.key_file;
+    return options;
+  }
+  HttpClientOptions TrustingTheCa() const {
+    HttpClientOptions options;
+    options.ca_file = certificates_.ca_file;
     return options;
   }
   testing::TempDir dir_;
-  std::string cert_;
-  std::string key_;
+  testing::TestCertificates certificates_;
 };
 
 TEST_F(HttpClientTls, HttpsTrustsTheGivenCaAndKeepsTheConnection) {
   ScriptedServer server([](const TestHttpRequest& r) { return Answer(200, std::to_string(r.body.size())); },
                         TlsOptions());
-  HttpClientOptions options;
-  options.ca_file = cert_;
   for (const std::string host : {"127.0.0.1", "localhost"}) {
-    auto client = MakeClient("https://" + host + ":" + std::to_string(server.server().port()) + "/", options);
+    auto client =
+        MakeClient("https://" + host + ":" + std::to_string(server.server().port()) + "/", TrustingTheCa());
     for (int i = 0; i < 3; ++i) {
       HttpClientResponse response;
       const std::string body(100000 + i, 'b');  // several TLS records each way
@@ -380,6 +392,7 @@ TEST_F(HttpClientTls, HttpsTrustsTheGivenCaAndKeepsTheConnection) {
       ASSERT_TRUE(status.ok()) << host << " " << status.ToString();
       EXPECT_EQ(response.status, 200);
       EXPECT_EQ(response.body, std::to_string(body.size()));
+      EXPECT_EQ(response.protocol, "HTTP/1.1");  // the test server offers no ALPN h2
     }
     EXPECT_EQ(client->connections_opened(), 1u);
   }
@@ -387,20 +400,43 @@ TEST_F(HttpClientTls, HttpsTrustsTheGivenCaAndKeepsTheConnection) {
 
 TEST_F(HttpClientTls, HttpsRefusesACertificateItDoesNotTrust) {
   ScriptedServer server([](const TestHttpRequest&) { return Answer(200); }, TlsOptions());
-  auto client = MakeClient(server.url("https"));  // system trust store: the self-signed cert is not in it
+  auto client = MakeClient(server.url("https"));  // system trust store: the test CA is not in it
   HttpClientResponse response;
   const Status status = client->Post("x", {}, &response);
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
-  EXPECT_NE(status.message().find("verification"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("certificate"), std::string::npos) << status.message();
   EXPECT_TRUE(server.requests().empty());
 }
 
-TEST_F(HttpClientTls, UnreadableCaFileIsAnInvalidArgument) {
+TEST_F(HttpClientTls, HttpsRefusesACertificateForAnotherName) {
+  // Signed by the trusted CA, but for another host than the URL's.
+  testing::TempDir other_dir;
+  testing::TestCertificates other;
+  ASSERT_TRUE(testing::MakeTestCertificates(other_dir.path(), &other, "DNS:receiver.example").ok());
+  TestHttpServerOptions tls;
+  tls.cert_file = other.cert_file;
+  tls.key_file = other.key_file;
+  ScriptedServer server([](const TestHttpRequest&) { return Answer(200); }, tls);
   HttpClientOptions options;
-  options.ca_file = dir_.path() + "/missing.pem";
+  options.ca_file = other.ca_file;
+  auto client = MakeClient(server.url("https"), options);
+  HttpClientResponse response;
+  const Status status = client->Post("x", {}, &response);
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_NE(status.message().find("127.0.0.1"), std::string::npos) << status.message();
+  EXPECT_TRUE(server.requests().empty());
+}
+
+TEST_F(HttpClientTls, UnreadableOrNonPemCaFileIsAnInvalidArgument) {
+  HttpClientOptions options;
   std::unique_ptr<HttpClient> client;
+  options.ca_file = dir_.path() + "/missing.pem";
   EXPECT_EQ(HttpClient::Create("https://127.0.0.1:1/", options, &client).code(),
             Status::Code::kInvalidArgument);
+  options.ca_file = certificates_.key_file;  // a PEM file, but a key
+  const Status status = HttpClient::Create("https://127.0.0.1:1/", options, &client);
+  EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("no PEM certificate"), std::string::npos) << status.message();
 }
 
 TEST_F(HttpClientTls, PlainHttpAgainstATlsServerIsAnErrorNotAHang) {
@@ -410,6 +446,193 @@ TEST_F(HttpClientTls, PlainHttpAgainstATlsServerIsAnErrorNotAHang) {
   auto client = MakeClient(server.url("http"), options);
   HttpClientResponse response;
   EXPECT_FALSE(client->Post("x", {}, &response).ok());
+}
+
+TEST_F(HttpClientTls, InterruptEndsAHandshakeTheServerNeverAnswers) {
+  // A server that accepts the connection and never says a word: the client waits in the TLS handshake.
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  HttpClientOptions options = TrustingTheCa();
+  options.timeout = std::chrono::hours(1);
+  auto client = MakeClient("https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/", options);
+  auto result = std::async(std::launch::async, [&] {
+    HttpClientResponse response;
+    return client->Post("x", {}, &response);
+  });
+  const int accepted = accept(listener, nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  char hello[1];
+  ASSERT_EQ(recv(accepted, hello, 1, MSG_PEEK), 1);  // the ClientHello is on its way: the client waits
+  client->Interrupt();
+  const Status status = result.get();  // returns although the timeout is an hour: that is the assertion
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(status.message(), "interrupted");
+  close(accepted);
+  close(listener);
+}
+
+// HTTP/2 against a real HTTP/2 server (nghttpd from Debian's nghttp2-server), negotiated by ALPN.
+TEST_F(HttpClientTls, Http2IsSpokenWhenTheServerOffersItAndOneConnectionCarriesEveryRequest) {
+  testing::Nghttpd server(dir_.path());
+  const Status started = server.Start(certificates_);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  auto client =
+      MakeClient("https://localhost:" + std::to_string(server.port()) + "/loki/api/v1/push", TrustingTheCa());
+  for (int i = 0; i < 3; ++i) {
+    HttpClientResponse response;
+    const std::string body = "push " + std::to_string(i) + std::string(30000 * i, 'z');  // over one frame
+    const Status status = client->Post(body, {{"Content-Type", "application/x-protobuf"}}, &response);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.protocol, "HTTP/2");
+    EXPECT_TRUE(response.body == body) << response.body.size();  // echoed: the server got the whole body
+  }
+  EXPECT_EQ(client->connections_opened(), 1u);
+}
+
+// Proxies from the environment, through a real HTTP proxy (tinyproxy from Debian) on loopback.
+class HttpClientProxy : public HttpClientTls {
+ protected:
+  void SetUp() override {
+    HttpClientTls::SetUp();
+    const Status started = proxy_.Start();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+  // Whether any request went through the proxy.
+  bool ProxyUsed() const { return !proxy_.Requests().empty(); }
+  testing::TinyProxy proxy_{dir_.path()};
+};
+
+TEST_F(HttpClientProxy, HttpsGoesThroughTheProxyNamedByHttpsProxyInATunnel) {
+  for (const char* variable : {"HTTPS_PROXY", "https_proxy"}) {
+    SCOPED_TRACE(variable);
+    testing::ProxyEnvironment environment;
+    environment.Set(variable, proxy_.url());
+    ScriptedServer server([](const TestHttpRequest& r) { return Answer(200, r.body); }, TlsOptions());
+    const std::string authority = "localhost:" + std::to_string(server.server().port());
+    auto client = MakeClient("https://" + authority + "/v1/logs", TrustingTheCa());
+    for (int i = 0; i < 3; ++i) {
+      HttpClientResponse response;
+      const Status status = client->Post("tunnelled", {{"X-Scope-OrgID", "t1"}}, &response);
+      ASSERT_TRUE(status.ok()) << status.ToString();
+      EXPECT_EQ(response.status, 200);
+      EXPECT_EQ(response.body, "tunnelled");
+    }
+    // One tunnel, kept for every request; TLS ran end to end (the server verified as localhost).
+    EXPECT_EQ(client->connections_opened(), 1u);
+    const auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 3u);
+    EXPECT_EQ(requests[0].Header("x-scope-orgid"), "t1");
+    EXPECT_EQ(requests[0].Header("via"), "");  // the proxy saw only ciphertext
+    const auto proxied = proxy_.Requests();
+    ASSERT_FALSE(proxied.empty());
+    EXPECT_EQ(proxied.back(), "CONNECT " + authority + " HTTP/1.1");
+  }
+}
+
+TEST_F(HttpClientProxy, HttpGoesThroughTheProxyNamedByLowerCaseHttpProxy) {
+  environment_.Set("http_proxy", proxy_.url());
+  ScriptedServer server([](const TestHttpRequest&) { return Answer(204); });
+  auto client = MakeClient(server.url("http", "/loki/api/v1/push"));
+  HttpClientResponse response;
+  const Status status = client->Post("plain", {{"Content-Type", "text/plain"}}, &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.status, 204);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_NE(requests[0].Header("via").find("tinyproxy"), std::string_view::npos);
+  EXPECT_EQ(requests[0].body, "plain");
+  EXPECT_EQ(proxy_.Requests(),
+            std::vector<std::string>{"POST " + server.url("http", "/loki/api/v1/push") + " HTTP/1.1"});
+}
+
+TEST_F(HttpClientProxy, UpperCaseHttpProxyIsIgnoredForHttpButAllProxyIsUsed) {
+  // libcurl reads HTTP_PROXY only in lower case (CGI servers set HTTP_PROXY from a request's Proxy
+  // header); ALL_PROXY is the upper-case way to proxy plain http.
+  ScriptedServer server([](const TestHttpRequest&) { return Answer(204); });
+  environment_.Set("HTTP_PROXY", proxy_.url());
+  HttpClientResponse response;
+  ASSERT_TRUE(MakeClient(server.url())->Post("direct", {}, &response).ok());
+  EXPECT_EQ(response.status, 204);
+  EXPECT_FALSE(ProxyUsed());
+  EXPECT_EQ(server.requests()[0].Header("via"), "");
+
+  environment_.Set("ALL_PROXY", proxy_.url());
+  ASSERT_TRUE(MakeClient(server.url())->Post("proxied", {}, &response).ok());
+  EXPECT_EQ(response.status, 204);
+  EXPECT_TRUE(ProxyUsed());
+  EXPECT_NE(server.requests()[1].Header("via").find("tinyproxy"), std::string_view::npos);
+}
+
+TEST_F(HttpClientProxy, NoProxyBypassesTheProxyForTheHostsItNames) {
+  struct Case {
+    const char* variable;
+    std::string hosts;
+    std::string url_host;
+  };
+  ScriptedServer https_server([](const TestHttpRequest&) { return Answer(200); }, TlsOptions());
+  ScriptedServer http_server([](const TestHttpRequest&) { return Answer(204); });
+  for (const Case& c :
+       {Case{"NO_PROXY", "example.org,127.0.0.1", "127.0.0.1"}, Case{"no_proxy", "localhost", "localhost"},
+        Case{"NO_PROXY", "127.0.0.0/8", "127.0.0.1"}, Case{"no_proxy", "*", "localhost"}}) {
+    SCOPED_TRACE(std::string(c.variable) + "=" + c.hosts);
+    testing::ProxyEnvironment environment;
+    environment.Set("https_proxy", proxy_.url());
+    environment.Set("http_proxy", proxy_.url());
+    environment.Set(c.variable, c.hosts);
+    HttpClientResponse response;
+    const std::string https_url =
+        "https://" + c.url_host + ":" + std::to_string(https_server.server().port());
+    Status status = MakeClient(https_url + "/", TrustingTheCa())->Post("x", {}, &response);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(response.status, 200);
+    const std::string http_url = "http://" + c.url_host + ":" + std::to_string(http_server.server().port());
+    status = MakeClient(http_url + "/")->Post("x", {}, &response);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(response.status, 204);
+    EXPECT_FALSE(ProxyUsed());
+  }
+  // The same requests without NO_PROXY do go through the proxy: the bypass above is what NO_PROXY did.
+  environment_.Set("https_proxy", proxy_.url());
+  HttpClientResponse response;
+  const std::string https_url = "https://127.0.0.1:" + std::to_string(https_server.server().port()) + "/";
+  ASSERT_TRUE(MakeClient(https_url, TrustingTheCa())->Post("x", {}, &response).ok());
+  EXPECT_TRUE(ProxyUsed());
+}
+
+TEST_F(HttpClientProxy, Http2IsNegotiatedThroughTheTunnel) {
+  testing::Nghttpd server(dir_.path());
+  const Status started = server.Start(certificates_);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  environment_.Set("HTTPS_PROXY", proxy_.url());
+  auto client =
+      MakeClient("https://localhost:" + std::to_string(server.port()) + "/v1/logs", TrustingTheCa());
+  HttpClientResponse response;
+  const Status status = client->Post("over h2 in a tunnel", {}, &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.protocol, "HTTP/2");
+  EXPECT_EQ(response.body, "over h2 in a tunnel");
+  EXPECT_EQ(proxy_.Requests(),
+            std::vector<std::string>{"CONNECT localhost:" + std::to_string(server.port()) + " HTTP/1.1"});
+}
+
+TEST_F(HttpClientProxy, AProxyThatIsDownIsAnError) {
+  const std::string url = proxy_.url();
+  proxy_.Stop();  // nothing listens on its port any more
+  environment_.Set("https_proxy", url);
+  ScriptedServer server([](const TestHttpRequest&) { return Answer(200); }, TlsOptions());
+  auto client = MakeClient(server.url("https"), TrustingTheCa());
+  HttpClientResponse response;
+  EXPECT_EQ(client->Post("x", {}, &response).code(), Status::Code::kUnavailable);
+  EXPECT_TRUE(server.requests().empty());
 }
 
 }  // namespace

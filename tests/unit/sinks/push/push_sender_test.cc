@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/sinks/loki/loki_push.h"
+#include "tests/tools/local_daemons/local_daemons.h"
 #include "tests/tools/push_receiver/push_receiver.h"
 #include "tests/tools/push_receiver/test_http_server.h"
 #include "tests/unit/sinks/prometheus/test_client.h"
@@ -129,6 +130,7 @@ TEST_F(PushSenderTest, DeliversEveryRecordInOrderInBatchesAndAcksThem) {
 
   EXPECT_EQ(ReceivedLines(*receiver_), Numbered(0, 2500));
   EXPECT_EQ(receiver_->push_requests(), 3u);
+  EXPECT_EQ(receiver_->connections_accepted(), 1u);  // one connection, reused for every batch
   const auto metrics = sender.Metrics();
   EXPECT_EQ(MetricValue(metrics, "gpuscope_sink_requests_total", "code", "204"), 3);
   EXPECT_EQ(MetricValue(metrics, "gpuscope_sink_sent_records_total"), 2500);
@@ -263,6 +265,35 @@ TEST_F(PushSenderTest, StopDuringARequestTheReceiverNeverAnswersReturns) {
   // An interrupted request is not the receiver's failure.
   EXPECT_EQ(MetricValue(sender.Metrics(), "gpuscope_sink_failed_requests_total"), 0);
   EXPECT_EQ(MetricValue(sender.Metrics(), "gpuscope_sink_retry_backoff_seconds"), 0);
+}
+
+TEST_F(PushSenderTest, DeliversThroughTheProxyTheEnvironmentNamesAndStopInterruptsAHangThere) {
+  testing::ProxyEnvironment environment;
+  testing::TinyProxy proxy(dir_.path());
+  const Status started = proxy.Start();
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  environment.Set("http_proxy", proxy.url());
+  StartReceiver();
+  Append(Numbered(0, 20));
+  auto options = SinkOptions(receiver_->port());
+  options.max_batch_records = 10;
+  options.timeout = std::chrono::hours(1);
+  PushSender sender(queue_.get(), options);
+  ASSERT_TRUE(sender.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return queue_->pending_records("loki") == 0; }));
+  EXPECT_EQ(ReceivedLines(*receiver_), Numbered(0, 20));
+  const std::string request = "POST " + options.url + " HTTP/1.1";
+  EXPECT_EQ(proxy.Requests(), (std::vector<std::string>{request, request}));
+
+  // The receiver behind the proxy now takes requests and never answers: Stop still returns at once.
+  receiver_->SetMode(ReceiverMode::kHang);
+  Append({"stuck"});
+  sender.Wake();
+  ASSERT_TRUE(Eventually([&] { return proxy.Requests().size() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return receiver_->push_requests() >= 3; }));
+  sender.Stop();  // returns although the request would wait an hour
+  EXPECT_EQ(queue_->pending_records("loki"), 1u);
+  EXPECT_EQ(MetricValue(sender.Metrics(), "gpuscope_sink_failed_requests_total"), 0);
 }
 
 TEST_F(PushSenderTest, RetryAfterSetsTheWaitUpToMaxBackoff) {
