@@ -156,13 +156,13 @@ void MappingDirSource::Ignore(const std::string& name, std::string_view reason, 
   if (previous != files_.end() && previous->second.reason == reason) return;  // already logged and counted
   Log(LogLevel::kWarn, "mapping file ignored",
       {{"dir", dir_}, {"file", name}, {"reason", reason}, {"detail", detail}});
-  std::lock_guard<std::mutex> lock(metrics_mu_);
+  MutexLock lock(&metrics_mu_);
   ++ignored_total_[std::string(reason)];
 }
 
 void MappingDirSource::PublishEmptyIfPresent() {
   {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
+    MutexLock lock(&metrics_mu_);
     dir_present_ = false;
     unresolved_ = 0;
     for (auto& [format, count] : files_by_format_) count = 0;
@@ -358,7 +358,7 @@ int MappingDirSource::ScanNow() {
   uuid_files_ = uuid_files;
   gpus_version_seen_ = gpus_version;
   {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
+    MutexLock lock(&metrics_mu_);
     dir_present_ = true;
     files_by_format_ = counts;
     unresolved_ = unresolved;
@@ -454,7 +454,7 @@ void MappingDirSource::Run() {
 }
 
 std::vector<MetricFamily> MappingDirSource::SelfMetrics() const {
-  std::lock_guard<std::mutex> lock(metrics_mu_);
+  MutexLock lock(&metrics_mu_);
   std::vector<MetricFamily> families;
 
   MetricFamily files;

@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/node/gpu_directory.h"
 #include "src/node/job_table.h"
@@ -109,12 +109,12 @@ class MappingDirSource {
   size_t uuid_files_ = 0;           // files named by a UUID in the last scan
   uint64_t gpus_version_seen_ = 0;  // options_.gpus->Version() the last scan resolved them with
 
-  mutable std::mutex metrics_mu_;
-  std::map<std::string, uint64_t> ignored_total_;    // by reason; guarded by metrics_mu_
-  std::map<std::string, uint64_t> files_by_format_;  // guarded by metrics_mu_
-  bool dir_present_ = false;                         // guarded by metrics_mu_
-  uint64_t scans_total_ = 0;                         // guarded by metrics_mu_
-  uint64_t unresolved_ = 0;                          // guarded by metrics_mu_
+  mutable Mutex metrics_mu_;
+  std::map<std::string, uint64_t> ignored_total_ GUARDED_BY(metrics_mu_);  // by reason
+  std::map<std::string, uint64_t> files_by_format_ GUARDED_BY(metrics_mu_);
+  bool dir_present_ GUARDED_BY(metrics_mu_) = false;
+  uint64_t scans_total_ GUARDED_BY(metrics_mu_) = 0;
+  uint64_t unresolved_ GUARDED_BY(metrics_mu_) = 0;
 };
 
 }  // namespace gpuscope

@@ -62,7 +62,7 @@ Status EventPipeline::Start() {
     }
   }
   {
-    std::lock_guard lock(wait_mu_);
+    MutexLock lock(&wait_mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Run(); });
@@ -71,22 +71,22 @@ Status EventPipeline::Start() {
 
 void EventPipeline::Stop() {
   {
-    std::lock_guard lock(wait_mu_);
+    MutexLock lock(&wait_mu_);
     stop_ = true;
   }
-  wait_cv_.notify_all();
+  wait_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void EventPipeline::Run() {
   // The first poll always runs, so what is there at start is read even when Stop() follows at once.
-  std::unique_lock lock(wait_mu_);
-  do {
-    lock.unlock();
+  while (true) {
     PollOnce();
-    lock.lock();
-    wait_cv_.wait_for(lock, options_.poll_interval, [this] { return stop_; });
-  } while (!stop_);
+    MutexLock lock(&wait_mu_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.poll_interval;
+    while (!stop_ && std::chrono::steady_clock::now() < deadline) wait_cv_.WaitUntil(&wait_mu_, deadline);
+    if (stop_) return;
+  }
 }
 
 void EventPipeline::PollOnce() {
@@ -100,7 +100,7 @@ int64_t EventPipeline::NowUnixNs() const {
 }
 
 void EventPipeline::SourceError(const std::string& source, const Status& status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++sources_[source].poll_errors;
   std::string& last = last_error_[source];
   if (last != status.message()) {
@@ -118,7 +118,7 @@ void EventPipeline::PollSource(EventSource& source) {
   });
   const EventSource::Counters counters = source.counters();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = sources_.find(name);
     if (it == sources_.end()) it = sources_.emplace(std::string(name), SourceCounters{}).first;
     it->second.lines += lines;
@@ -147,7 +147,7 @@ void EventPipeline::ProcessLine(std::string_view source, const EventLine& in) {
 
   const bool ship = options_.ship && event->severity >= options_.ship_severity;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++events_[{std::string(source), event->event_class, std::string(EventSeverityName(event->severity))}];
     double& last = last_seen_[event->event_class];
     last = std::max(last, seconds);
@@ -170,7 +170,7 @@ void EventPipeline::ProcessLine(std::string_view source, const EventLine& in) {
   record.gpu = std::move(who.gpu);
   record.uuid = std::move(who.uuid);
   Status status = options_.ship(record);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (status.ok()) {
     ++shipped_;
     shipped_this_poll_ = true;
@@ -180,7 +180,7 @@ void EventPipeline::ProcessLine(std::string_view source, const EventLine& in) {
 }
 
 std::vector<MetricFamily> EventPipeline::Metrics() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<MetricFamily> out;
   MetricFamily events = Family("gpuscope_events_total",
                                "Events classified from the event sources, by source, class and severity.",

@@ -18,18 +18,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/events/event_record.h"
 #include "src/events/event_source.h"
@@ -98,18 +97,19 @@ class EventPipeline {
 
   bool shipped_this_poll_ = false;
 
-  mutable std::mutex mu_;  // guards the counters below
-  std::map<std::string, SourceCounters, std::less<>> sources_;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> events_;  // (source, class, severity)
-  std::map<std::string, double> last_seen_;                                       // class -> Unix seconds
-  std::map<std::string, uint64_t> not_shipped_;                                   // reason -> events
-  uint64_t shipped_ = 0;
-  std::map<std::string, std::string> last_error_;  // source -> message, to log changes once
+  mutable Mutex mu_;  // guards the counters below
+  std::map<std::string, SourceCounters, std::less<>> sources_ GUARDED_BY(mu_);
+  // (source, class, severity) -> events
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> events_ GUARDED_BY(mu_);
+  std::map<std::string, double> last_seen_ GUARDED_BY(mu_);      // class -> Unix seconds
+  std::map<std::string, uint64_t> not_shipped_ GUARDED_BY(mu_);  // reason -> events
+  uint64_t shipped_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::string> last_error_ GUARDED_BY(mu_);  // source -> message, to log changes once
 
   std::thread thread_;
-  std::mutex wait_mu_;
-  std::condition_variable wait_cv_;
-  bool stop_ = false;  // guarded by wait_mu_
+  Mutex wait_mu_;
+  CondVar wait_cv_;
+  bool stop_ GUARDED_BY(wait_mu_) = false;
 };
 
 }  // namespace gpuscope

@@ -25,6 +25,7 @@ GpuDirectory::GpuDirectory() {
 }
 
 void GpuDirectory::Publish(std::shared_ptr<const GpuInventory> inventory) {
+  if (inventory == nullptr) inventory = std::make_shared<const GpuInventory>();  // no GPUs
   auto view = std::make_shared<View>();
   for (const GpuDeviceInventory& device : inventory->devices) {
     if (!device.opened) continue;  // no identity yet

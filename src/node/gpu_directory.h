@@ -31,7 +31,8 @@ struct GpuIdentityRef {
 class GpuDirectory {
  public:
   GpuDirectory();
-  // Replaces the directory with `inventory` (its opened GPUs become findable by bus id and UUID).
+  // Replaces the directory with `inventory` (its opened GPUs become findable by bus id and UUID; null
+  // means no GPUs).
   // Version() grows when the identities (bus ids, GPU and MIG device UUIDs) differ from the last ones.
   void Publish(std::shared_ptr<const GpuInventory> inventory);
   // The latest inventory; never null (empty before the first publish).

@@ -17,8 +17,8 @@
 namespace gpuscope {
 
 struct MigInstanceInventory {
-  uint32_t gpu_instance_id = 0;  // GPU_I_ID
-  std::string profile;           // "1g.10gb"
+  uint32_t gpu_instance_id = 0;    // GPU_I_ID
+  std::string profile;             // "1g.10gb"
   std::vector<std::string> uuids;  // of its MIG devices, one per compute instance ("MIG-..."); may be empty
   // Ratio of time the instance's SMs were active (GPM, Hopper+); nullopt when unknown.
   std::optional<double> sm_active;

@@ -9,9 +9,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -26,17 +27,17 @@ class GpuProcessTable {
  public:
   void Update(std::vector<GpuProcessRef> processes) {
     auto next = std::make_shared<const std::vector<GpuProcessRef>>(std::move(processes));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     current_ = std::move(next);
   }
   std::shared_ptr<const std::vector<GpuProcessRef>> Current() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return current_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const std::vector<GpuProcessRef>> current_ =
+  mutable Mutex mu_;
+  std::shared_ptr<const std::vector<GpuProcessRef>> current_ GUARDED_BY(mu_) =
       std::make_shared<const std::vector<GpuProcessRef>>();
 };
 

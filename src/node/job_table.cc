@@ -47,16 +47,19 @@ const JobInfo* JobTable::View::Job(std::string_view job_id) const {
   return it == jobs.end() ? nullptr : &it->second;
 }
 
-JobTable::JobTable() : current_(std::make_shared<const View>()) {}
+JobTable::JobTable() {
+  MutexLock lock(&mu_);
+  current_ = std::make_shared<const View>();
+}
 
 void JobTable::Update(AttributionSource source, AttributionUpdate update) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   by_source_[source] = std::move(update);
   Rebuild();
 }
 
 std::shared_ptr<const JobTable::View> JobTable::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_;
 }
 

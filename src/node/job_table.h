@@ -16,10 +16,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -70,12 +71,12 @@ class JobTable {
   std::shared_ptr<const View> Current() const;
 
  private:
-  void Rebuild();  // requires mu_
+  void Rebuild() REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<AttributionSource, AttributionUpdate> by_source_;  // guarded by mu_
-  std::shared_ptr<const View> current_;                       // guarded by mu_
-  uint64_t next_version_ = 1;                                 // guarded by mu_
+  mutable Mutex mu_;
+  std::map<AttributionSource, AttributionUpdate> by_source_ GUARDED_BY(mu_);
+  std::shared_ptr<const View> current_ GUARDED_BY(mu_);
+  uint64_t next_version_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace gpuscope

@@ -14,7 +14,7 @@ XidLedger::XidLedger(std::chrono::milliseconds match_window, XidActionNamer acti
 bool XidLedger::Record(XidObserver observer, std::string_view pci_bus_id, uint32_t xid, double time_seconds) {
   std::optional<std::string> bus = CanonicalPciBusId(pci_bus_id);
   if (!bus) return false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Key key{*bus, xid};
   std::deque<Pending>& pending = unmatched_[key];
   // Observations older than the window can no longer be matched.
@@ -46,7 +46,7 @@ bool XidLedger::Record(XidObserver observer, std::string_view pci_bus_id, uint32
 }
 
 std::vector<XidLedgerEntry> XidLedger::Entries() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<XidLedgerEntry> out;
   out.reserve(entries_.size());
   for (const auto& [key, entry] : entries_) out.push_back(entry);
@@ -56,13 +56,13 @@ std::vector<XidLedgerEntry> XidLedger::Entries() const {
 uint32_t XidLedger::LastXid(std::string_view pci_bus_id) const {
   std::optional<std::string> bus = CanonicalPciBusId(pci_bus_id);
   if (!bus) return 0;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = last_.find(*bus);
   return it == last_.end() ? 0 : it->second.second;
 }
 
 uint64_t XidLedger::merged() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return merged_;
 }
 

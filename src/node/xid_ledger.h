@@ -18,11 +18,12 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "src/core/mutex.h"
 
 namespace gpuscope {
 
@@ -68,11 +69,12 @@ class XidLedger {
 
   const double window_seconds_;
   const XidActionNamer action_of_;
-  mutable std::mutex mu_;
-  std::map<Key, XidLedgerEntry> entries_;         // guarded by mu_
-  std::map<Key, std::deque<Pending>> unmatched_;  // counted, not yet matched; guarded by mu_
-  std::map<std::string, std::pair<double, uint32_t>, std::less<>> last_;  // bus id -> (time, xid)
-  uint64_t merged_ = 0;                                                   // guarded by mu_
+  mutable Mutex mu_;
+  std::map<Key, XidLedgerEntry> entries_ GUARDED_BY(mu_);
+  std::map<Key, std::deque<Pending>> unmatched_ GUARDED_BY(mu_);  // counted, not yet matched
+  std::map<std::string, std::pair<double, uint32_t>, std::less<>> last_
+      GUARDED_BY(mu_);  // bus id -> (time, xid)
+  uint64_t merged_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpuscope

@@ -107,7 +107,7 @@ void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_p
     }
     if (index == nullptr) continue;
     double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::lock_guard<std::mutex> lock(shared->mu);
+    MutexLock lock(&shared->mu);
     XidCount& entry = shared->counts[{*index, data.eventData}];
     entry.gpu_index = *index;
     entry.xid = data.eventData;
@@ -120,7 +120,7 @@ void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_p
 }
 
 std::vector<XidCount> XidEventMonitor::Counts() const {
-  std::lock_guard<std::mutex> lock(shared_->mu);
+  MutexLock lock(&shared_->mu);
   std::vector<XidCount> out;
   out.reserve(shared_->counts.size());
   for (const auto& [key, value] : shared_->counts) out.push_back(value);
@@ -128,7 +128,7 @@ std::vector<XidCount> XidEventMonitor::Counts() const {
 }
 
 unsigned long long XidEventMonitor::LastXid(unsigned int gpu_index) const {
-  std::lock_guard<std::mutex> lock(shared_->mu);
+  MutexLock lock(&shared_->mu);
   auto it = shared_->last.find(gpu_index);
   return it == shared_->last.end() ? 0 : it->second;
 }

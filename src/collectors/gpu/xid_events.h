@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "src/core/mutex.h"
 #include "src/platform/nvml/nvml_library.h"
 
 namespace gpuscope {
@@ -60,9 +60,9 @@ class XidEventMonitor {
 
  private:
   struct Shared {
-    std::mutex mu;
-    std::map<std::pair<unsigned int, unsigned long long>, XidCount> counts;  // guarded by mu
-    std::map<unsigned int, unsigned long long> last;                         // guarded by mu
+    Mutex mu;
+    std::map<std::pair<unsigned int, unsigned long long>, XidCount> counts GUARDED_BY(mu);
+    std::map<unsigned int, unsigned long long> last GUARDED_BY(mu);
     std::atomic<bool> stop{false};
   };
   struct Watcher {

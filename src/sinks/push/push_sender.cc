@@ -46,7 +46,7 @@ PushSender::~PushSender() { Stop(); }
 
 Status PushSender::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (running_) return Status::Internal("PushSender " + options_.name + " already running");
   }
   if (!options_.encode) return Status::InvalidArgument("push sink " + options_.name + " has no encoder");
@@ -65,7 +65,7 @@ Status PushSender::Start() {
   backoff_ = std::chrono::milliseconds(0);
   healthy_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     running_ = true;
     stopping_ = false;
     woken_ = false;
@@ -77,29 +77,32 @@ Status PushSender::Start() {
 
 void PushSender::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!running_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   client_->Interrupt();
   thread_.join();
   client_.reset();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   running_ = false;
 }
 
 void PushSender::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     woken_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool PushSender::Sleep(std::chrono::milliseconds duration, bool wakeable) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, duration, [&] { return stopping_ || (wakeable && woken_); });
+  const auto deadline = std::chrono::steady_clock::now() + duration;
+  MutexLock lock(&mu_);
+  while (!stopping_ && !(wakeable && woken_) && std::chrono::steady_clock::now() < deadline) {
+    cv_.WaitUntil(&mu_, deadline);
+  }
   if (wakeable) woken_ = false;
   return !stopping_;
 }
@@ -117,7 +120,7 @@ std::chrono::milliseconds PushSender::NextBackoff(std::chrono::milliseconds retr
 
 void PushSender::SetBackoff(std::chrono::milliseconds backoff) {
   if (backoff.count() == 0) backoff_ = backoff;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   backoff_seconds_ = std::chrono::duration<double>(backoff).count();
 }
 
@@ -133,7 +136,7 @@ PushSender::Outcome PushSender::Attempt(const QueueBatch& batch, std::chrono::mi
   HttpClientResponse response;
   const Status status = client_->Post(encoded.body, headers, &response);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Interrupted by Stop(): not the receiver's failure, and the batch stays queued.
     if (!status.ok() && stopping_) return Outcome::kStopped;
     if (!status.ok()) {
@@ -184,7 +187,7 @@ void PushSender::Run() {
   bool queue_readable = true;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
     }
     QueueBatch batch;
@@ -284,7 +287,7 @@ std::vector<MetricFamily> PushSender::Metrics() const {
     out.push_back(std::move(family));
   }
   const std::string& sink = options_.name;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [code, count] : requests_by_code_) {
     out[0].samples.push_back({{{"sink", sink}, {"code", code}}, static_cast<double>(count)});
   }

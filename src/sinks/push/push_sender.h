@@ -18,13 +18,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,6 +30,7 @@
 #include <vector>
 
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/sinks/push/http_client.h"
 #include "src/sinks/push_sink.h"
@@ -106,18 +105,18 @@ class PushSender final : public PushSink {
   std::minstd_rand rng_;                  // sending thread only (jitter)
   bool healthy_ = true;                   // sending thread only: for logging transitions once
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool running_ = false;                              // guarded by mu_
-  bool stopping_ = false;                             // guarded by mu_
-  bool woken_ = false;                                // guarded by mu_
-  std::map<std::string, uint64_t> requests_by_code_;  // guarded by mu_
-  uint64_t sent_records_ = 0;                         // guarded by mu_
-  uint64_t sent_bytes_ = 0;                           // guarded by mu_
-  uint64_t failed_requests_ = 0;                      // guarded by mu_
-  uint64_t dropped_rejected_ = 0;                     // guarded by mu_
-  double last_success_unix_seconds_ = 0;              // guarded by mu_
-  double backoff_seconds_ = 0;                        // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool running_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool woken_ GUARDED_BY(mu_) = false;
+  std::map<std::string, uint64_t> requests_by_code_ GUARDED_BY(mu_);
+  uint64_t sent_records_ GUARDED_BY(mu_) = 0;
+  uint64_t sent_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t failed_requests_ GUARDED_BY(mu_) = 0;
+  uint64_t dropped_rejected_ GUARDED_BY(mu_) = 0;
+  double last_success_unix_seconds_ GUARDED_BY(mu_) = 0;
+  double backoff_seconds_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpuscope

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "src/node/gpu_directory.h"
 #include "src/attribution/proc_resolver.h"
+#include "src/node/gpu_directory.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {

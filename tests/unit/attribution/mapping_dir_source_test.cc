@@ -388,7 +388,8 @@ TEST(MappingDirSource, AUuidNoGpuShowsYetIsKeptAndAppliedWhenTheGpuAppears) {
   EXPECT_EQ(JobsOn(table, "0"), "100");
   EXPECT_EQ(Metric(source, "gpuscope_attribution_mapping_files_unresolved"), 0);
 
-  gpus.Publish({});  // the GPUs are gone again (driver reloaded): the file is kept, waiting for them
+  // The GPUs are gone again (driver reloaded): the file is kept, waiting for them.
+  gpus.Publish(std::make_shared<GpuInventory>());
   ASSERT_TRUE(WaitFor([&] { return Metric(source, "gpuscope_attribution_mapping_files_unresolved") == 1; }));
   EXPECT_EQ(JobsOn(table, "2.3"), "");
 }
