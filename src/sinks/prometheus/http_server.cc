@@ -7,11 +7,9 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +22,7 @@
 #include <optional>
 
 #include "src/sinks/prometheus/basic_auth.h"
+#include "src/sinks/prometheus/http_connection.h"
 
 namespace gpuscope {
 namespace {
@@ -109,171 +108,6 @@ Status CreateSslContext(const TlsServerConfig& tls, SSL_CTX** out) {
 }
 
 }  // namespace
-
-// One accepted socket (non-blocking), plain or TLS, with the bytes read and not answered yet. The event
-// loop reads request heads through it; a worker writes the responses.
-class HttpServer::Connection {
- public:
-  enum class Progress { kNeedRead, kNeedWrite, kHeadReady, kClosed };
-
-  Connection(uint64_t id, int fd, SSL* ssl) : id_(id), fd_(fd), ssl_(ssl) {}
-  ~Connection() {
-    if (ssl_ != nullptr) {
-      ERR_clear_error();
-      if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);  // best effort close_notify, never blocks
-      SSL_free(ssl_);
-      ERR_clear_error();
-    }
-    close(fd_);
-  }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  uint64_t id() const { return id_; }
-  int fd() const { return fd_; }
-  const std::string& buffer() const { return buf_; }
-  void Consume(size_t bytes) {
-    buf_.erase(0, bytes);
-    scan_from_ = 0;
-  }
-  uint32_t watched = 0;         // the epoll events registered for it (0: not registered); loop thread only
-  bool awaiting_hello = false;  // TLS hello not received in full yet; loop thread only
-
-  // With TLS, whether the client's hello has been received in full (the server has answered it).
-  bool PastHello() const {
-    if (ssl_ == nullptr) return true;
-    OSSL_HANDSHAKE_STATE state = SSL_get_state(ssl_);
-    return state != TLS_ST_BEFORE && state != TLS_ST_SR_CLNT_HELLO;
-  }
-
-  // Advances the TLS handshake and reads what the socket has, without blocking, until the buffer holds a
-  // complete (or an unacceptable) request head: kHeadReady. kNeedRead/kNeedWrite: wait for the socket.
-  // kClosed: the peer closed or an error occurred.
-  Progress ReadHead() {
-    if (ssl_ != nullptr && !SSL_is_init_finished(ssl_)) {
-      ERR_clear_error();
-      int rc = SSL_accept(ssl_);
-      if (rc != 1) return SslProgress(rc);
-    }
-    if (HeadReady()) return Progress::kHeadReady;  // pipelined bytes left by the previous request
-    char chunk[4096];
-    while (true) {
-      ssize_t n;
-      if (ssl_ != nullptr) {
-        ERR_clear_error();
-        int rc = SSL_read(ssl_, chunk, sizeof(chunk));
-        if (rc <= 0) return SslProgress(rc);
-        n = rc;
-      } else {
-        n = recv(fd_, chunk, sizeof(chunk), 0);
-        if (n == 0) return Progress::kClosed;
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          return errno == EAGAIN || errno == EWOULDBLOCK ? Progress::kNeedRead : Progress::kClosed;
-        }
-      }
-      buf_.append(chunk, static_cast<size_t>(n));
-      if (HeadReady()) return Progress::kHeadReady;
-    }
-  }
-
-  // Writes both parts fully, waiting at most `timeout` each time the socket cannot take more; false on
-  // error, timeout or shutdown.
-  bool Write(std::string_view a, std::string_view b, std::chrono::milliseconds timeout) {
-    if (ssl_ != nullptr) {
-      // One TLS record sequence for small responses; two writes otherwise (no copy of large bodies).
-      if (b.size() <= 16384) {
-        std::string joined;
-        joined.reserve(a.size() + b.size());
-        joined.append(a).append(b);
-        return SslWrite(joined, timeout);
-      }
-      return SslWrite(a, timeout) && SslWrite(b, timeout);
-    }
-    iovec iov[2] = {{const_cast<char*>(a.data()), a.size()}, {const_cast<char*>(b.data()), b.size()}};
-    int index = 0;
-    while (index < 2) {
-      if (iov[index].iov_len == 0) {
-        ++index;
-        continue;
-      }
-      msghdr msg{};
-      msg.msg_iov = iov + index;
-      msg.msg_iovlen = 2 - index;
-      ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if ((errno == EAGAIN || errno == EWOULDBLOCK) && WaitFor(POLLOUT, timeout)) continue;
-        return false;
-      }
-      size_t left = static_cast<size_t>(n);
-      while (index < 2 && left >= iov[index].iov_len) {
-        left -= iov[index].iov_len;
-        ++index;
-      }
-      if (index < 2) {
-        iov[index].iov_base = static_cast<char*>(iov[index].iov_base) + left;
-        iov[index].iov_len -= left;
-      }
-    }
-    return true;
-  }
-
- private:
-  // Whether the buffer holds something for a worker: a complete request head or one to reject.
-  bool HeadReady() {
-    bool may_be_complete = buf_.find("\n\n", scan_from_) != std::string::npos ||
-                           buf_.find("\n\r\n", scan_from_) != std::string::npos ||
-                           buf_.size() >= kMaxRequestHeadBytes;
-    if (may_be_complete) {
-      HttpRequestHead head;
-      if (ParseRequestHead(buf_, head).outcome != ParseOutcome::kIncomplete) return true;
-    }
-    scan_from_ = buf_.size() >= 2 ? buf_.size() - 2 : 0;  // bytes before hold no end of head
-    return false;
-  }
-
-  Progress SslProgress(int rc) {
-    int error = SSL_get_error(ssl_, rc);
-    ERR_clear_error();
-    if (error == SSL_ERROR_WANT_READ) return Progress::kNeedRead;
-    if (error == SSL_ERROR_WANT_WRITE) return Progress::kNeedWrite;
-    return Progress::kClosed;
-  }
-
-  bool SslWrite(std::string_view data, std::chrono::milliseconds timeout) {
-    while (!data.empty()) {
-      ERR_clear_error();
-      int n = SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
-      if (n > 0) {
-        data.remove_prefix(static_cast<size_t>(n));
-        continue;
-      }
-      int error = SSL_get_error(ssl_, n);
-      ERR_clear_error();
-      if (error == SSL_ERROR_WANT_WRITE && WaitFor(POLLOUT, timeout)) continue;
-      if (error == SSL_ERROR_WANT_READ && WaitFor(POLLIN, timeout)) continue;
-      return false;
-    }
-    return true;
-  }
-
-  // Waits until the socket is ready for `events` (or hung up: the next call reports the error).
-  bool WaitFor(short events, std::chrono::milliseconds timeout) {
-    pollfd pfd{fd_, events, 0};
-    while (true) {
-      int rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
-      if (rc < 0 && errno == EINTR) continue;
-      return rc > 0;
-    }
-  }
-
-  uint64_t id_;
-  int fd_;
-  SSL* ssl_;
-  std::string buf_;
-  size_t scan_from_ = 0;
-};
 
 Status ParseListenAddress(std::string_view address, std::string& host, uint16_t& port) {
   size_t colon;
@@ -541,24 +375,24 @@ void HttpServer::TakeBackFromWorkers(ConnectionLimiter::Time now) {
 void HttpServer::OnReadable(uint64_t id) {
   auto it = held_.find(id);
   if (it == held_.end()) return;  // evicted or timed out earlier in this round
-  Connection& conn = *it->second;
+  HttpConnection& conn = *it->second;
   uint32_t want = EPOLLIN;
-  Connection::Progress progress = conn.ReadHead();
+  HttpConnection::Progress progress = conn.ReadHead();
   if (conn.awaiting_hello && conn.PastHello()) {
     conn.awaiting_hello = false;
     limiter_.HelloDone(id);
   }
   switch (progress) {
-    case Connection::Progress::kNeedRead:
+    case HttpConnection::Progress::kNeedRead:
       break;
-    case Connection::Progress::kNeedWrite:
+    case HttpConnection::Progress::kNeedWrite:
       want = EPOLLIN | EPOLLOUT;
       break;
-    case Connection::Progress::kClosed:
+    case HttpConnection::Progress::kClosed:
       limiter_.Remove(id);
       held_.erase(it);
       return;
-    case Connection::Progress::kHeadReady: {
+    case HttpConnection::Progress::kHeadReady: {
       limiter_.StartServing(id);
       if (conn.watched != 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd(), nullptr);
       conn.watched = 0;
@@ -625,7 +459,7 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
         continue;
       }
     }
-    auto conn = std::make_unique<Connection>(id, fd, ssl);
+    auto conn = std::make_unique<HttpConnection>(id, fd, ssl);
     conn->awaiting_hello = ssl != nullptr;
     held_.emplace(id, std::move(conn));
     OnReadable(id);  // a scraper's request (or TLS hello) is usually there already
@@ -690,7 +524,7 @@ void HttpServer::WorkerLoop() {
   }
 }
 
-bool HttpServer::Serve(Connection& conn) {
+bool HttpServer::Serve(HttpConnection& conn) {
   while (true) {
     HttpRequestHead request;
     ParseResult result = ParseRequestHead(conn.buffer(), request);
@@ -708,7 +542,7 @@ bool HttpServer::Serve(Connection& conn) {
   }
 }
 
-bool HttpServer::Respond(Connection& conn, const HttpRequestHead& request) {
+bool HttpServer::Respond(HttpConnection& conn, const HttpRequestHead& request) {
   HttpResponse response;
   bool head_only = request.method == "HEAD";
   if (auth_ != nullptr && !auth_->Check(request.Header("Authorization"))) {
@@ -729,7 +563,7 @@ bool HttpServer::Respond(Connection& conn, const HttpRequestHead& request) {
          request.keep_alive;
 }
 
-bool HttpServer::Send(Connection& conn, std::string_view path, HttpResponse& response, bool head_only,
+bool HttpServer::Send(HttpConnection& conn, std::string_view path, HttpResponse& response, bool head_only,
                       bool keep_alive, int version_minor) {
   std::string_view body = response.Body();
   std::string head;

@@ -44,6 +44,7 @@ typedef struct ssl_ctx_st SSL_CTX;
 namespace gpuscope {
 
 class BasicAuthenticator;
+class HttpConnection;
 
 struct HttpResponse {
   int status = 200;
@@ -117,8 +118,7 @@ class HttpServer {
   HttpServerStats stats() const;
 
  private:
-  class Connection;
-  using ConnectionPtr = std::unique_ptr<Connection>;
+  using ConnectionPtr = std::unique_ptr<HttpConnection>;
 
   // Event loop (loop thread only).
   void EventLoop();
@@ -133,11 +133,11 @@ class HttpServer {
   // Workers.
   void WorkerLoop();
   // Answers the complete requests in the connection's buffer; true when it stays open for more.
-  bool Serve(Connection& conn);
+  bool Serve(HttpConnection& conn);
   // Handles one parsed request; returns false when the connection must close afterwards.
-  bool Respond(Connection& conn, const HttpRequestHead& request);
-  bool Send(Connection& conn, std::string_view path, HttpResponse& response, bool head_only, bool keep_alive,
-            int version_minor);
+  bool Respond(HttpConnection& conn, const HttpRequestHead& request);
+  bool Send(HttpConnection& conn, std::string_view path, HttpResponse& response, bool head_only,
+            bool keep_alive, int version_minor);
 
   HttpServerOptions options_;
   std::unordered_map<std::string, HttpHandler> handlers_;
