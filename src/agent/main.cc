@@ -10,6 +10,7 @@
 #include "src/agent/config.h"
 #include "src/agent/registry.h"
 #include "src/core/version.h"
+#include "src/platform/process_limits.h"
 
 int main(int argc, char** argv) {
   // glibc gives every thread that allocates its own malloc arena and keeps what it freed; with one worker
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   // allocates little per cycle (about 1 ms of work per second across all threads), so one arena costs no
   // measurable contention.
   mallopt(M_ARENA_MAX, 1);
+  // One descriptor per scrape connection (--web.max-connections) and per source and sink.
+  gpuscope::RaiseOpenFileLimit();
   // Block the termination signals before any thread exists: the agent takes them with sigwait.
   sigset_t signals;
   sigemptyset(&signals);

@@ -57,7 +57,9 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "web.max_connections",
      .flag = "web.max-connections",
      .field = &AgentConfig::max_connections,
-     .help = "Connections served at once; more are answered 503 and closed.",
+     .help = "Connections held at once. At the cap the one that has sent the least is closed for the new "
+             "one (a stalled TLS hello, then an incomplete request header, then an idle keep-alive; oldest "
+             "first), so slow clients cannot deny a scrape; 503 only when every held one is being answered.",
      .min = 1},
 
     {.yaml = "paths.procfs",
@@ -81,8 +83,8 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "gpu.dcgm_compat",
      .flag = "gpu.dcgm-compat",
      .field = &AgentConfig::dcgm_compat,
-     .help = "3: dcgm-exporter 3.x names and units (Hostname label, violation counters in us); 4.9: "
-             "dcgm-exporter 4.9's (hostname label, ns).",
+     .help = "3: dcgm-exporter 3.x names and units (Hostname label, violation counters in us, frame buffer "
+             "help in MB); 4.9: dcgm-exporter 4.9's (hostname label, ns, MiB).",
      .choices = kDcgmCompat},
     {.yaml = "gpu.hostname",
      .flag = "gpu.hostname",

@@ -122,8 +122,12 @@ class Prometheus:
             raise AssertionError(f"prometheus exited with {self.process.returncode}")
         return http_get(self.url + "/-/ready")[0] == 200
 
-    def query(self, promql):
-        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    def query(self, promql, at=None):
+        """Instant query, at `at` (Unix seconds) when given, else now."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode(params)
         body = json.loads(http_get(url)[2])
         if body.get("status") != "success":
             raise AssertionError(f"query {promql!r} failed: {body}")

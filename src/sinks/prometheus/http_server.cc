@@ -7,19 +7,22 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <iterator>
+#include <optional>
 
 #include "src/sinks/prometheus/basic_auth.h"
+#include "src/sinks/prometheus/http_connection.h"
 
 namespace gpuscope {
 namespace {
@@ -37,13 +40,6 @@ std::string_view HttpDate() {
     cached_second = now;
   }
   return std::string_view(buf, len);
-}
-
-void SetTimeout(int fd, int option, std::chrono::milliseconds timeout) {
-  timeval tv{};
-  tv.tv_sec = timeout.count() / 1000;
-  tv.tv_usec = (timeout.count() % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
 }
 
 std::string OpenSslError(std::string_view what) {
@@ -113,86 +109,6 @@ Status CreateSslContext(const TlsServerConfig& tls, SSL_CTX** out) {
 
 }  // namespace
 
-// A plain or TLS byte stream over an accepted socket.
-class HttpServer::Connection {
- public:
-  Connection(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
-  ~Connection() {
-    if (ssl_ != nullptr) {
-      ERR_clear_error();
-      SSL_shutdown(ssl_);
-      SSL_free(ssl_);
-    }
-  }
-
-  // Appends what is available (blocking up to the read timeout); false on EOF, error or timeout.
-  bool Read(std::string& buf) {
-    char chunk[16384];
-    ssize_t n;
-    if (ssl_ != nullptr) {
-      ERR_clear_error();
-      n = SSL_read(ssl_, chunk, sizeof(chunk));
-    } else {
-      do {
-        n = recv(fd_, chunk, sizeof(chunk), 0);
-      } while (n < 0 && errno == EINTR);
-    }
-    if (n <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(n));
-    return true;
-  }
-
-  // Writes both parts fully; false on error or timeout.
-  bool Write(std::string_view a, std::string_view b) {
-    if (ssl_ != nullptr) {
-      // One TLS record sequence for small responses; two writes otherwise (no copy of large bodies).
-      if (b.size() <= 16384) {
-        std::string joined;
-        joined.reserve(a.size() + b.size());
-        joined.append(a).append(b);
-        return SslWrite(joined);
-      }
-      return SslWrite(a) && SslWrite(b);
-    }
-    iovec iov[2] = {{const_cast<char*>(a.data()), a.size()}, {const_cast<char*>(b.data()), b.size()}};
-    int index = 0;
-    while (index < 2) {
-      if (iov[index].iov_len == 0) {
-        ++index;
-        continue;
-      }
-      msghdr msg{};
-      msg.msg_iov = iov + index;
-      msg.msg_iovlen = 2 - index;
-      ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      size_t left = static_cast<size_t>(n);
-      while (index < 2 && left >= iov[index].iov_len) {
-        left -= iov[index].iov_len;
-        ++index;
-      }
-      if (index < 2) {
-        iov[index].iov_base = static_cast<char*>(iov[index].iov_base) + left;
-        iov[index].iov_len -= left;
-      }
-    }
-    return true;
-  }
-
- private:
-  bool SslWrite(std::string_view data) {
-    if (data.empty()) return true;
-    ERR_clear_error();
-    return SSL_write(ssl_, data.data(), static_cast<int>(data.size())) == static_cast<int>(data.size());
-  }
-
-  int fd_;
-  SSL* ssl_;
-};
-
 Status ParseListenAddress(std::string_view address, std::string& host, uint16_t& port) {
   size_t colon;
   if (address.starts_with("[")) {
@@ -222,9 +138,34 @@ Status ParseListenAddress(std::string_view address, std::string& host, uint16_t&
   return Status::Ok();
 }
 
-HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options)) {
-  if (options_.max_connections == 0) options_.max_connections = 1;
+namespace {
+
+// epoll tags of the two descriptors that are not connections (connection ids start above them).
+constexpr uint64_t kListenTag = 0;
+constexpr uint64_t kWakeTag = 1;
+// Connections accepted per loop round before the loop reads from those it holds again: a burst of
+// connects cannot starve a client whose request (or TLS handshake reply) is arriving.
+constexpr int kAcceptBatch = 16;
+// How long accepting pauses when the process is out of descriptors and nothing can be evicted.
+constexpr std::chrono::milliseconds kAcceptPause{50};
+
+ConnectionLimiter::Options LimiterOptions(const HttpServerOptions& options) {
+  ConnectionLimiter::Options limits;
+  limits.capacity = std::max<size_t>(options.max_connections, 1);
+  limits.header_timeout = options.header_timeout;
+  limits.idle_timeout = options.read_timeout;
+  return limits;
 }
+
+void Wake(int fd) {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
+}
+
+}  // namespace
+
+HttpServer::HttpServer(HttpServerOptions options)
+    : options_(std::move(options)), limiter_(LimiterOptions(options_)) {}
 
 HttpServer::~HttpServer() {
   Stop();
@@ -301,14 +242,23 @@ Status HttpServer::Start() {
   port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 
+  int flags = fcntl(listen_fd_, F_GETFL);
+  fcntl(listen_fd_, F_SETFL, flags | O_NONBLOCK);  // the loop accepts until EAGAIN
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    close(listen_fd_);
-    listen_fd_ = -1;
-    return Status::Internal(std::string("eventfd: ") + std::strerror(errno));
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event listen_event{EPOLLIN, {.u64 = kListenTag}};
+  epoll_event wake_event{EPOLLIN, {.u64 = kWakeTag}};
+  if (wake_fd_ < 0 || epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &listen_event) != 0 ||
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event) != 0) {
+    std::string error = std::strerror(errno);
+    for (int* fd : {&listen_fd_, &wake_fd_, &epoll_fd_}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+    return Status::Internal("cannot set up the event loop: " + error);
   }
   started_ = true;
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  loop_thread_ = std::thread([this] { EventLoop(); });
   return Status::Ok();
 }
 
@@ -319,61 +269,224 @@ void HttpServer::Stop() {
     stopping_ = true;
   }
   stop_requested_ = true;
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
-  accept_thread_.join();
+  Wake(wake_fd_);
+  loop_thread_.join();  // closes the connections it held
   close(listen_fd_);
   listen_fd_ = -1;
+  close(epoll_fd_);
+  epoll_fd_ = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Interrupt blocking reads and writes; the workers close their own descriptors.
+    // Interrupt writes in progress; the workers hand their connections back and exit.
     for (int fd : serving_) shutdown(fd, SHUT_RDWR);
-    for (int fd : queue_) close(fd);
-    active_ -= queue_.size();
-    queue_.clear();
   }
   cv_.notify_all();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
+  queue_.clear();
+  returned_.clear();
+  closed_.clear();
   close(wake_fd_);
   wake_fd_ = -1;
 }
 
-void HttpServer::AcceptLoop() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats stats;
+  stats.evicted_header = evicted_header_.load(std::memory_order_relaxed);
+  stats.evicted_idle = evicted_idle_.load(std::memory_order_relaxed);
+  stats.timed_out_header = timed_out_header_.load(std::memory_order_relaxed);
+  stats.timed_out_idle = timed_out_idle_.load(std::memory_order_relaxed);
+  stats.refused = refused_.load(std::memory_order_relaxed);
+  stats.held_header = held_header_.load(std::memory_order_relaxed);
+  stats.held_idle = held_idle_.load(std::memory_order_relaxed);
+  stats.held_serving = held_serving_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void HttpServer::EventLoop() {
+  using Clock = std::chrono::steady_clock;
+  epoll_event events[128];
   while (true) {
-    int rc = poll(fds, 2, -1);
-    if (rc < 0 && errno != EINTR) break;
-    if (fds[1].revents != 0) break;
-    if (rc <= 0 || fds[0].revents == 0) continue;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      // Out of descriptors: back off briefly instead of spinning on a pending connection.
-      if (errno == EMFILE || errno == ENFILE) poll(fds + 1, 1, 50);
-      continue;
+    Clock::time_point now = Clock::now();
+    std::optional<Clock::time_point> wake_at = limiter_.NextDeadline();
+    if (accept_paused_ && (!wake_at || accept_resume_ < *wake_at)) wake_at = accept_resume_;
+    int timeout_ms = -1;
+    if (wake_at) {
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(*wake_at - now).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(wait, 0, 60000));
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (active_ >= options_.max_connections) {
-      lock.unlock();
-      RejectOverCapacity(fd);
-      continue;
+    int n = epoll_wait(epoll_fd_, events, static_cast<int>(std::size(events)), timeout_ms);
+    if (n < 0 && errno != EINTR) break;
+    now = Clock::now();
+    bool accept_ready = false;
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kWakeTag) {
+        // Drained before stopping_ is read, so that a Stop() after the read always wakes the next wait.
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = read(wake_fd_, &count, sizeof(count));
+      } else if (events[i].data.u64 == kListenTag) {
+        accept_ready = true;
+      }
     }
-    ++active_;
-    queue_.push_back(fd);
-    if (queue_.size() > idle_workers_) workers_.emplace_back([this] { WorkerLoop(); });
-    lock.unlock();
-    cv_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+    }
+    TakeBackFromWorkers(now);
+    // Connections first, then new ones: whoever has sent its request is served before anyone is evicted.
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 > kWakeTag) OnReadable(events[i].data.u64);
+    }
+    if (accept_paused_ && now >= accept_resume_) {
+      epoll_event listen_event{EPOLLIN, {.u64 = kListenTag}};
+      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &listen_event);
+      accept_paused_ = false;
+      accept_ready = true;
+    }
+    if (accept_ready) AcceptSome(now);
+    ConnectionLimiter::Expired expired = limiter_.TakeExpired(now);
+    timed_out_header_.fetch_add(expired.header.size(), std::memory_order_relaxed);
+    timed_out_idle_.fetch_add(expired.idle.size(), std::memory_order_relaxed);
+    for (uint64_t id : expired.header) held_.erase(id);
+    for (uint64_t id : expired.idle) held_.erase(id);
+    PublishCounts();
+  }
+  held_.clear();
+}
+
+void HttpServer::TakeBackFromWorkers(ConnectionLimiter::Time now) {
+  std::vector<ConnectionPtr> returned;
+  std::vector<uint64_t> closed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    returned.swap(returned_);
+    closed.swap(closed_);
+  }
+  for (uint64_t id : closed) limiter_.Remove(id);
+  for (ConnectionPtr& conn : returned) {
+    uint64_t id = conn->id();
+    limiter_.FinishServing(id, now);
+    held_.emplace(id, std::move(conn));
+    // TLS may hold decrypted bytes that epoll cannot see: look once now.
+    OnReadable(id);
   }
 }
 
+void HttpServer::OnReadable(uint64_t id) {
+  auto it = held_.find(id);
+  if (it == held_.end()) return;  // evicted or timed out earlier in this round
+  HttpConnection& conn = *it->second;
+  uint32_t want = EPOLLIN;
+  HttpConnection::Progress progress = conn.ReadHead();
+  if (conn.awaiting_hello && conn.PastHello()) {
+    conn.awaiting_hello = false;
+    limiter_.HelloDone(id);
+  }
+  switch (progress) {
+    case HttpConnection::Progress::kNeedRead:
+      break;
+    case HttpConnection::Progress::kNeedWrite:
+      want = EPOLLIN | EPOLLOUT;
+      break;
+    case HttpConnection::Progress::kClosed:
+      limiter_.Remove(id);
+      held_.erase(it);
+      return;
+    case HttpConnection::Progress::kHeadReady: {
+      limiter_.StartServing(id);
+      if (conn.watched != 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn.fd(), nullptr);
+      conn.watched = 0;
+      ConnectionPtr owned = std::move(it->second);
+      held_.erase(it);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(std::move(owned));
+        if (queue_.size() > idle_workers_) workers_.emplace_back([this] { WorkerLoop(); });
+      }
+      cv_.notify_one();
+      return;
+    }
+  }
+  if (conn.watched != want) {
+    epoll_event event{want, {.u64 = id}};
+    if (epoll_ctl(epoll_fd_, conn.watched == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, conn.fd(), &event) != 0) {
+      limiter_.Remove(id);
+      held_.erase(it);
+      return;
+    }
+    conn.watched = want;
+  }
+}
+
+void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
+  for (int accepted = 0; accepted < kAcceptBatch;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: a waiting or idle connection gives its own up; when there is none, pause
+        // accepting briefly instead of spinning on the pending connection.
+        if (auto victim = limiter_.EvictOne()) {
+          Evicted(*victim);
+          continue;
+        }
+        epoll_event paused{0, {.u64 = kListenTag}};
+        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &paused);
+        accept_paused_ = true;
+        accept_resume_ = now + kAcceptPause;
+      }
+      return;  // EAGAIN: nothing more pending
+    }
+    ++accepted;
+    uint64_t id = next_id_++;
+    ConnectionLimiter::Admission admission = limiter_.Admit(
+        id, now, ssl_ctx_ != nullptr ? ConnectionLimiter::State::kHello : ConnectionLimiter::State::kHeader);
+    if (admission.evicted) Evicted(*admission.evicted);
+    if (!admission.admitted) {
+      RejectOverCapacity(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    SSL* ssl = nullptr;
+    if (ssl_ctx_ != nullptr) {
+      ssl = SSL_new(ssl_ctx_);
+      if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
+        ERR_clear_error();
+        if (ssl != nullptr) SSL_free(ssl);
+        close(fd);
+        limiter_.Remove(id);
+        continue;
+      }
+    }
+    auto conn = std::make_unique<HttpConnection>(id, fd, ssl);
+    conn->awaiting_hello = ssl != nullptr;
+    held_.emplace(id, std::move(conn));
+    OnReadable(id);  // a scraper's request (or TLS hello) is usually there already
+  }
+}
+
+void HttpServer::Evicted(std::pair<uint64_t, ConnectionLimiter::State> evicted) {
+  auto& counter = evicted.second == ConnectionLimiter::State::kIdle ? evicted_idle_ : evicted_header_;
+  counter.fetch_add(1, std::memory_order_relaxed);
+  held_.erase(evicted.first);
+}
+
+void HttpServer::PublishCounts() {
+  held_header_.store(
+      limiter_.count(ConnectionLimiter::State::kHello) + limiter_.count(ConnectionLimiter::State::kHeader),
+      std::memory_order_relaxed);
+  held_idle_.store(limiter_.count(ConnectionLimiter::State::kIdle), std::memory_order_relaxed);
+  held_serving_.store(limiter_.count(ConnectionLimiter::State::kServing), std::memory_order_relaxed);
+}
+
 void HttpServer::RejectOverCapacity(int fd) {
+  refused_.fetch_add(1, std::memory_order_relaxed);
   if (ssl_ctx_ == nullptr) {
     static constexpr std::string_view kResponse =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
         "21\r\n"
         "Connection: close\r\n\r\ntoo many connections\n";
-    int flags = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     [[maybe_unused]] ssize_t n = send(fd, kResponse.data(), kResponse.size(), MSG_NOSIGNAL);
     shutdown(fd, SHUT_WR);
     // Drain what the client already sent so that close() sends FIN rather than RST.
@@ -392,66 +505,44 @@ void HttpServer::WorkerLoop() {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     --idle_workers_;
     if (stopping_) return;
-    int fd = queue_.front();
+    ConnectionPtr conn = std::move(queue_.front());
     queue_.pop_front();
-    serving_.insert(fd);
+    serving_.insert(conn->fd());
     lock.unlock();
-    Serve(fd);
+    bool keep = Serve(*conn);
     lock.lock();
-    serving_.erase(fd);
-    close(fd);
-    --active_;
+    serving_.erase(conn->fd());
+    if (keep && !stopping_) {
+      returned_.push_back(std::move(conn));
+    } else {
+      closed_.push_back(conn->id());
+      lock.unlock();
+      conn.reset();
+      lock.lock();
+    }
+    if (!stopping_) Wake(wake_fd_);
   }
 }
 
-void HttpServer::Serve(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  SetTimeout(fd, SO_RCVTIMEO, options_.read_timeout);
-  SetTimeout(fd, SO_SNDTIMEO, options_.read_timeout);
-  SSL* ssl = nullptr;
-  if (ssl_ctx_ != nullptr) {
-    ssl = SSL_new(ssl_ctx_);
-    if (ssl == nullptr) return;
-    SSL_set_fd(ssl, fd);
-    ERR_clear_error();
-    if (SSL_accept(ssl) != 1) {
-      ERR_clear_error();
-      SSL_free(ssl);
-      return;
-    }
-  }
-  Connection conn(fd, ssl);
-  std::string buf;
-  buf.reserve(1024);
-  HttpRequestHead request;
-  size_t scan_from = 0;  // bytes before this hold no end of head: avoids re-parsing on every small read
+bool HttpServer::Serve(HttpConnection& conn) {
   while (true) {
-    bool may_be_complete = buf.find("\n\n", scan_from) != std::string::npos ||
-                           buf.find("\n\r\n", scan_from) != std::string::npos ||
-                           buf.size() >= kMaxRequestHeadBytes;
-    ParseResult result;
-    if (may_be_complete) result = ParseRequestHead(buf, request);
-    if (result.outcome == ParseOutcome::kIncomplete) {
-      scan_from = buf.size() >= 2 ? buf.size() - 2 : 0;
-      if (!conn.Read(buf)) return;
-      continue;
-    }
+    HttpRequestHead request;
+    ParseResult result = ParseRequestHead(conn.buffer(), request);
+    if (result.outcome == ParseOutcome::kIncomplete) return true;  // the loop reads the next one
     if (result.outcome == ParseOutcome::kError) {
       HttpResponse response;
       response.status = result.error_status;
       response.body = std::string(result.error) + "\n";
       Send(conn, "", response, false, false, 1);
-      return;
+      return false;
     }
     bool keep_alive = Respond(conn, request);
-    buf.erase(0, result.consumed);
-    scan_from = 0;
-    if (!keep_alive || stop_requested_.load(std::memory_order_relaxed)) return;
+    conn.Consume(result.consumed);
+    if (!keep_alive || stop_requested_.load(std::memory_order_relaxed)) return false;
   }
 }
 
-bool HttpServer::Respond(Connection& conn, const HttpRequestHead& request) {
+bool HttpServer::Respond(HttpConnection& conn, const HttpRequestHead& request) {
   HttpResponse response;
   bool head_only = request.method == "HEAD";
   if (auth_ != nullptr && !auth_->Check(request.Header("Authorization"))) {
@@ -472,7 +563,7 @@ bool HttpServer::Respond(Connection& conn, const HttpRequestHead& request) {
          request.keep_alive;
 }
 
-bool HttpServer::Send(Connection& conn, std::string_view path, HttpResponse& response, bool head_only,
+bool HttpServer::Send(HttpConnection& conn, std::string_view path, HttpResponse& response, bool head_only,
                       bool keep_alive, int version_minor) {
   std::string_view body = response.Body();
   std::string head;
@@ -496,7 +587,7 @@ bool HttpServer::Send(Connection& conn, std::string_view path, HttpResponse& res
   }
   head.append("\r\n");
   if (observer_) observer_(path, response.status);
-  return conn.Write(head, head_only ? std::string_view() : body);
+  return conn.Write(head, head_only ? std::string_view() : body, options_.read_timeout);
 }
 
 }  // namespace gpuscope

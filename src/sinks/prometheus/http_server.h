@@ -1,11 +1,21 @@
-// HttpServer: a small HTTP/1.1 server for the metrics endpoint. One accept thread hands connections to
-// a pool of worker threads (grown on demand up to max_connections) that serve them with blocking I/O:
-// keep-alive and pipelining, GET and HEAD, head limits (8 KiB), a per-connection read timeout, a cap on
-// concurrent connections (503 beyond it), optional TLS (OpenSSL) and HTTP basic auth from a WebConfig.
-// Every path requires auth when users are configured, as in the Prometheus exporter toolkit.
+// HttpServer: a small HTTP/1.1 server for the metrics endpoint: keep-alive and pipelining, GET and HEAD,
+// head limits (8 KiB), optional TLS (OpenSSL) and HTTP basic auth from a WebConfig. Every path requires
+// auth when users are configured, as in the Prometheus exporter toolkit.
+//
+// One event-loop thread accepts connections and, with non-blocking I/O, runs TLS handshakes, reads
+// request heads and watches keep-alive connections; a complete request goes to a pool of worker threads
+// (grown on demand, at most max_connections) that answer it and hand the connection back. Slow and idle
+// clients therefore cost a descriptor and a small buffer, never a thread, and cannot deny a scrape: at
+// max_connections a new connection evicts one that has sent the least (a stalled TLS hello first, then an
+// incomplete request header, then a keep-alive connection idle between requests; oldest first within
+// each; see ConnectionLimiter); only when every held connection is being answered is the new one
+// refused (503 over plain HTTP, closed with TLS). A request head must be complete within header_timeout
+// of accept (TLS handshake included); a keep-alive connection is closed read_timeout after its last
+// response. A connection whose request is being answered is never evicted.
 //
 // Thread-safety: Handle() and SetResponseObserver() before Start() only. Start(), Stop() and port() from
-// one controlling thread. Handlers and the observer run concurrently on worker threads.
+// one controlling thread; stats() from any thread. Handlers and the observer run concurrently on worker
+// threads (the observer also on the event loop, for refused connections).
 #pragma once
 
 #include <atomic>
@@ -25,6 +35,7 @@
 #include <vector>
 
 #include "src/core/status.h"
+#include "src/sinks/prometheus/connection_limiter.h"
 #include "src/sinks/prometheus/http_request.h"
 #include "src/sinks/prometheus/web_config.h"
 
@@ -33,6 +44,7 @@ typedef struct ssl_ctx_st SSL_CTX;
 namespace gpuscope {
 
 class BasicAuthenticator;
+class HttpConnection;
 
 struct HttpResponse {
   int status = 200;
@@ -55,9 +67,25 @@ using ResponseObserver = std::function<void(std::string_view path, int status)>;
 
 struct HttpServerOptions {
   std::string listen_address = ":9400";  // "host:port", ":port" (all interfaces), "[::1]:port"; port 0 ok
-  size_t max_connections = 64;           // concurrent connections; more are answered 503 and closed
-  std::chrono::milliseconds read_timeout{30000};  // idle keep-alive and per-read timeout; also for writes
-  WebConfig web_config;                           // TLS, extra response headers, basic auth users
+  size_t max_connections = 64;  // connections held; at the cap the oldest waiting or idle one is evicted
+  std::chrono::milliseconds read_timeout{30000};  // keep-alive idle time; also bounds each wait of a write
+  // From accept to a complete request head (TLS handshake included). Not a flag: 10 s is ample for any
+  // scraper (Prometheus sends its request at once) and short for a client that holds a slot.
+  std::chrono::milliseconds header_timeout{10000};
+  WebConfig web_config;  // TLS, extra response headers, basic auth users
+};
+
+// What the server did with connections, for the endpoint's self-metrics. Counters since Start(); the
+// held_* fields are the connections held now, by state (ConnectionLimiter's states).
+struct HttpServerStats {
+  uint64_t evicted_header = 0;    // evicted at the cap before completing a request head
+  uint64_t evicted_idle = 0;      // evicted at the cap while idle between requests
+  uint64_t timed_out_header = 0;  // no complete request head within header_timeout
+  uint64_t timed_out_idle = 0;    // idle longer than read_timeout
+  uint64_t refused = 0;           // refused at the cap with every held connection being answered
+  uint64_t held_header = 0;
+  uint64_t held_idle = 0;
+  uint64_t held_serving = 0;
 };
 
 // Splits a listen address into host ("" for all interfaces; brackets removed) and port. InvalidArgument
@@ -87,16 +115,29 @@ class HttpServer {
   // with idle keep-alive clients. Safe to call more than once.
   void Stop();
 
+  HttpServerStats stats() const;
+
  private:
-  class Connection;
-  void AcceptLoop();
-  void WorkerLoop();
-  void Serve(int fd);
-  // Handles one parsed request; returns false when the connection must close afterwards.
-  bool Respond(Connection& conn, const HttpRequestHead& request);
-  bool Send(Connection& conn, std::string_view path, HttpResponse& response, bool head_only, bool keep_alive,
-            int version_minor);
+  using ConnectionPtr = std::unique_ptr<HttpConnection>;
+
+  // Event loop (loop thread only).
+  void EventLoop();
+  void AcceptSome(ConnectionLimiter::Time now);
+  void TakeBackFromWorkers(ConnectionLimiter::Time now);
+  void OnReadable(uint64_t id);
+  void CloseHeld(uint64_t id);
+  void Evicted(std::pair<uint64_t, ConnectionLimiter::State> evicted);
+  void PublishCounts();
   void RejectOverCapacity(int fd);
+
+  // Workers.
+  void WorkerLoop();
+  // Answers the complete requests in the connection's buffer; true when it stays open for more.
+  bool Serve(HttpConnection& conn);
+  // Handles one parsed request; returns false when the connection must close afterwards.
+  bool Respond(HttpConnection& conn, const HttpRequestHead& request);
+  bool Send(HttpConnection& conn, std::string_view path, HttpResponse& response, bool head_only,
+            bool keep_alive, int version_minor);
 
   HttpServerOptions options_;
   std::unordered_map<std::string, HttpHandler> handlers_;
@@ -104,20 +145,33 @@ class HttpServer {
   std::unique_ptr<BasicAuthenticator> auth_;
   SSL_CTX* ssl_ctx_ = nullptr;
   int listen_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd that wakes the accept thread on Stop()
+  int wake_fd_ = -1;   // eventfd: workers hand connections back, Stop() ends the loop
+  int epoll_fd_ = -1;  // the loop's: listen_fd_, wake_fd_ and every held connection not being answered
   uint16_t port_ = 0;
   bool started_ = false;
-  std::thread accept_thread_;
+  std::thread loop_thread_;
+
+  // Loop thread only.
+  ConnectionLimiter limiter_;
+  std::unordered_map<uint64_t, ConnectionPtr> held_;  // connections the loop watches (header or idle)
+  uint64_t next_id_ = 2;                              // 0 and 1 tag listen_fd_ and wake_fd_ in epoll
+  bool accept_paused_ = false;                        // out of descriptors with nothing to evict
+  ConnectionLimiter::Time accept_resume_{};
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;                    // guarded by mu_
   std::atomic<bool> stop_requested_{false};  // mirrors stopping_ for lock-free checks between requests
-  std::deque<int> queue_;                    // accepted, not yet picked by a worker; guarded by mu_
-  std::set<int> serving_;                    // fds being served (shut down on Stop); guarded by mu_
-  size_t active_ = 0;                        // queued + serving; guarded by mu_
+  std::deque<ConnectionPtr> queue_;          // complete requests not yet picked by a worker; guarded by mu_
+  std::set<int> serving_;                    // fds being answered (shut down on Stop); guarded by mu_
+  std::vector<ConnectionPtr> returned_;      // kept alive by a worker, for the loop; guarded by mu_
+  std::vector<uint64_t> closed_;             // closed by a worker, for the loop; guarded by mu_
   size_t idle_workers_ = 0;                  // guarded by mu_
-  std::vector<std::thread> workers_;         // grown by the accept thread only
+  std::vector<std::thread> workers_;         // grown by the loop thread only
+
+  std::atomic<uint64_t> evicted_header_{0}, evicted_idle_{0}, timed_out_header_{0}, timed_out_idle_{0},
+      refused_{0};
+  std::atomic<uint64_t> held_header_{0}, held_idle_{0}, held_serving_{0};
 };
 
 }  // namespace gpuscope

@@ -187,6 +187,28 @@ std::vector<MetricDescription> PrometheusEndpoint::DescribeSelfMetrics() {
        "",
        {"kind"},
        "prometheus endpoint"},
+      {"gpuscope_http_connections",
+       MetricType::kGauge,
+       "Connections the metrics endpoint holds, by state: header (request header or TLS handshake not "
+       "complete), idle (keep-alive between requests), serving (a request being answered).",
+       "",
+       {"state"},
+       "prometheus endpoint"},
+      {"gpuscope_http_connections_evicted_total",
+       MetricType::kCounter,
+       "Connections closed to make room for a new one at --web.max-connections (incomplete headers before "
+       "idle keep-alive ones, oldest first), by the state they were in: header or idle. Many header "
+       "evictions: clients that connect and do not send a request (slowloris-like).",
+       "",
+       {"state"},
+       "prometheus endpoint"},
+      {"gpuscope_http_connections_timed_out_total",
+       MetricType::kCounter,
+       "Connections closed for taking too long: header (no complete request header within 10 s of "
+       "accept, TLS handshake included), idle (keep-alive longer than the read timeout, 30 s).",
+       "",
+       {"state"},
+       "prometheus endpoint"},
   };
 }
 
@@ -213,6 +235,19 @@ void PrometheusEndpoint::CollectSelfMetrics(std::vector<MetricFamily>& out) cons
                  "",
                  {{{{"kind", "family"}}, static_cast<double>(stats.skipped_families)},
                   {{{"kind", "sample"}}, static_cast<double>(stats.skipped_samples)}}});
+  HttpServerStats connections = server_->stats();
+  auto by_state = [&](const MetricDescription& d, std::vector<std::pair<const char*, uint64_t>> values) {
+    MetricFamily family{d.name, d.help, d.type, "", {}};
+    for (const auto& [state, value] : values) {
+      family.samples.push_back({{{"state", state}}, static_cast<double>(value)});
+    }
+    out.push_back(std::move(family));
+  };
+  by_state(descriptions[3], {{"header", connections.held_header},
+                             {"idle", connections.held_idle},
+                             {"serving", connections.held_serving}});
+  by_state(descriptions[4], {{"header", connections.evicted_header}, {"idle", connections.evicted_idle}});
+  by_state(descriptions[5], {{"header", connections.timed_out_header}, {"idle", connections.timed_out_idle}});
 }
 
 Status EndpointSelfCollector::Collect(std::vector<MetricFamily>& out) {

@@ -1,8 +1,16 @@
 #include "src/sinks/prometheus/http_server.h"
 
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "tests/unit/sinks/prometheus/test_client.h"
@@ -129,20 +137,150 @@ TEST(PrometheusHttpServer, RejectsRequestBodiesWith413) {
   EXPECT_TRUE(raw.starts_with("HTTP/1.1 413 ")) << raw;
 }
 
-TEST(PrometheusHttpServer, AnswersConnectionsBeyondTheCapWith503) {
+// Polls `done` (the server works on its own threads) for up to 10 s; true once it holds.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+constexpr std::string_view kHalfRequest = "GET /hello HTTP/1.1\r\nHost: x\r\nUser-Ag";
+
+TEST(PrometheusHttpServer, AtTheCapEvictsTheOldestConnectionThatHasNotSentARequest) {
   HttpServerOptions options;
   options.max_connections = 2;
   auto server = StartServer(options);
-  TestClient a(server->port()), b(server->port());
-  // A completed request proves each connection is held by the server.
-  ASSERT_EQ(a.Get("/hello").status, 200);
-  ASSERT_EQ(b.Get("/hello").status, 200);
-  TestClient c(server->port());
+  TestClient oldest(server->port()), younger(server->port());
+  ASSERT_TRUE(oldest.SendRaw(kHalfRequest));
+  ASSERT_TRUE(younger.SendRaw(kHalfRequest));
+  TestClient scraper(server->port());
+  EXPECT_EQ(scraper.Get("/hello").status, 200);
+  std::string raw;
+  EXPECT_TRUE(oldest.ReadUntilClosed(raw));
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().evicted_header, 1u);
+  // The younger one is still held: completing its request gets it an answer.
+  ASSERT_TRUE(younger.SendRaw("ent: t\r\n\r\n"));
+  ParsedResponse response;
+  ASSERT_TRUE(younger.ReadResponse(response));
+  EXPECT_EQ(response.status, 200);
+}
+
+TEST(PrometheusHttpServer, AtTheCapEvictsAnIdleKeepAliveConnection) {
+  HttpServerOptions options;
+  options.max_connections = 1;
+  auto server = StartServer(options);
+  TestClient idle(server->port());
+  ASSERT_EQ(idle.Get("/hello").status, 200);
+  ASSERT_TRUE(Eventually([&] { return server->stats().held_idle == 1; }));
+  TestClient next(server->port());
+  EXPECT_EQ(next.Get("/hello").status, 200);
+  std::string raw;
+  EXPECT_TRUE(idle.ReadUntilClosed(raw));
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().evicted_idle, 1u);
+}
+
+TEST(PrometheusHttpServer, NeverEvictsARequestBeingAnsweredAndRefusesWith503WhenAllAre) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  options.listen_address = "127.0.0.1:0";
+  HttpServer server(options);
+  std::mutex mu;
+  std::condition_variable cv;
+  int entered = 0;
+  bool release = false;
+  server.Handle("/block", [&](const HttpRequestHead&, HttpResponse& response) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    response.body = "done\n";
+  });
+  ASSERT_TRUE(server.Start().ok());
+  TestClient a(server.port()), b(server.port());
+  ASSERT_TRUE(a.SendRaw("GET /block HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(b.SendRaw("GET /block HTTP/1.1\r\nHost: x\r\n\r\n"));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered == 2; });
+  }
+  TestClient c(server.port());
   std::string raw;
   ASSERT_TRUE(c.ReadUntilClosed(raw));
   EXPECT_TRUE(raw.starts_with("HTTP/1.1 503 ")) << raw;
-  // The held connections still work.
-  EXPECT_EQ(a.Get("/hello").status, 200);
+  EXPECT_EQ(server.stats().refused, 1u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  // The held connections are answered in full.
+  ParsedResponse response;
+  ASSERT_TRUE(a.ReadResponse(response));
+  EXPECT_EQ(response.body, "done\n");
+  ASSERT_TRUE(b.ReadResponse(response));
+  EXPECT_EQ(response.body, "done\n");
+  EXPECT_EQ(server.stats().evicted_header + server.stats().evicted_idle, 0u);
+}
+
+TEST(PrometheusHttpServer, ClosesAConnectionThatDoesNotCompleteItsHeaderInTime) {
+  HttpServerOptions options;
+  options.header_timeout = std::chrono::milliseconds(50);
+  options.read_timeout = std::chrono::hours(1);
+  auto server = StartServer(options);
+  TestClient slow(server->port());
+  ASSERT_TRUE(slow.SendRaw(kHalfRequest));
+  std::string raw;
+  EXPECT_TRUE(slow.ReadUntilClosed(raw));  // the client's own timeout is 10 s
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().timed_out_header, 1u);
+  EXPECT_EQ(server->stats().timed_out_idle, 0u);
+}
+
+TEST(PrometheusHttpServer, ManySlowClientsDoNotDenyARequest) {
+  HttpServerOptions options;
+  options.max_connections = 8;
+  auto server = StartServer(options);
+  std::vector<std::unique_ptr<TestClient>> slow;
+  for (int i = 0; i < 200; ++i) {
+    slow.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_TRUE(slow.back()->SendRaw(kHalfRequest));
+  }
+  for (int i = 0; i < 20; ++i) {
+    TestClient scraper(server->port());
+    ASSERT_EQ(scraper.Get("/hello").status, 200) << "request " << i;
+  }
+  EXPECT_GE(server->stats().evicted_header, 200u - 8u);
+  EXPECT_LE(server->stats().held_header + server->stats().held_idle + server->stats().held_serving, 8u);
+}
+
+TEST(PrometheusHttpServer, AnUnfinishedTlsHandshakeIsEvictableLikeAnUnfinishedHeader) {
+  testing::TempDir dir;
+  std::string cert = dir.path() + "/server.crt", key = dir.path() + "/server.key";
+  ASSERT_TRUE(testing::WriteSelfSignedCertificate(cert, key));
+  HttpServerOptions options;
+  options.max_connections = 1;
+  TlsServerConfig tls;
+  tls.cert_file = cert;
+  tls.key_file = key;
+  options.web_config.tls = tls;
+  auto server = StartServer(options);
+  TestClient stalled(server->port());  // plain TCP: the first bytes of a ClientHello, then nothing
+  ASSERT_TRUE(stalled.SendRaw(std::string_view("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)));
+  SSL_CTX* ctx = testing::NewClientContext(cert);
+  {
+    TestClient scraper(server->port(), ctx);
+    ASSERT_TRUE(scraper.ok());
+    EXPECT_EQ(scraper.Get("/hello").status, 200);
+  }
+  std::string raw;
+  EXPECT_TRUE(stalled.ReadUntilClosed(raw));
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().evicted_header, 1u);
+  SSL_CTX_free(ctx);
 }
 
 TEST(PrometheusHttpServer, ClosesConnectionsIdleLongerThanTheReadTimeout) {

@@ -4,7 +4,9 @@
 #include <openssl/ssl.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "tests/unit/sinks/prometheus/test_client.h"
 
@@ -45,9 +47,11 @@ double SelfMetric(const PrometheusEndpoint& endpoint, std::string_view name, con
 
 class PrometheusEndpointTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PrometheusEndpoint> StartEndpoint(const std::string& web_config = "") {
+  std::unique_ptr<PrometheusEndpoint> StartEndpoint(const std::string& web_config = "",
+                                                    size_t max_connections = 64) {
     EndpointOptions options;
     options.listen_address = "127.0.0.1:0";
+    options.max_connections = max_connections;
     if (!web_config.empty()) options.web_config_file = dir_.Write("web.yml", web_config);
     Status status;
     auto endpoint = PrometheusEndpoint::Create(
@@ -260,6 +264,27 @@ TEST_F(PrometheusEndpointTest, SelfCollectorPublishesRequestCounts) {
   EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_requests_total", {{"path", "/healthz"}, {"code", "200"}}),
             1);
   EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_requests_total", {{"path", "other"}, {"code", "404"}}), 1);
+}
+
+TEST_F(PrometheusEndpointTest, SelfMetricsCountSlowConnectionsEvictedAtTheCap) {
+  auto endpoint = StartEndpoint("", /*max_connections=*/1);
+  TestClient slow(endpoint->port());
+  ASSERT_TRUE(slow.SendRaw("GET /metrics HTTP/1.1\r\nHo"));
+  TestClient scraper(endpoint->port());
+  EXPECT_EQ(scraper.Get("/healthz").status, 200);
+  std::string raw;
+  EXPECT_TRUE(slow.ReadUntilClosed(raw));
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections_evicted_total", {{"state", "header"}}), 1);
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections_evicted_total", {{"state", "idle"}}), 0);
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections_timed_out_total", {{"state", "header"}}), 0);
+  // The scraper's connection stays, idle between requests, once the worker has handed it back.
+  for (int i = 0; i < 1000 && SelfMetric(*endpoint, "gpuscope_http_connections", {{"state", "idle"}}) != 1;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections", {{"state", "idle"}}), 1);
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections", {{"state", "header"}}), 0);
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_connections", {{"state", "serving"}}), 0);
 }
 
 }  // namespace

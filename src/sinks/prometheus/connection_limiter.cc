@@ -1,0 +1,116 @@
+#include "src/sinks/prometheus/connection_limiter.h"
+
+namespace gpuscope {
+
+ConnectionLimiter::ConnectionLimiter(Options options) : options_(options) {
+  if (options_.capacity == 0) options_.capacity = 1;
+}
+
+void ConnectionLimiter::Unqueue(Id id, const Entry& entry) {
+  if (entry.state == State::kServing) {
+    --serving_;
+  } else {
+    QueueOf(entry.state).erase({entry.since, id});
+  }
+}
+
+std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> ConnectionLimiter::EvictOne() {
+  for (State state : {State::kHello, State::kHeader, State::kIdle}) {
+    Queue& queue = QueueOf(state);
+    if (queue.empty()) continue;
+    Id id = queue.begin()->second;
+    queue.erase(queue.begin());
+    entries_.erase(id);
+    return std::make_pair(id, state);
+  }
+  return std::nullopt;
+}
+
+ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State state) {
+  Admission admission;
+  if (state != State::kHello) state = State::kHeader;
+  if (entries_.size() >= options_.capacity) {
+    admission.evicted = EvictOne();
+    if (!admission.evicted) return admission;
+  }
+  entries_.emplace(id, Entry{state, now});
+  QueueOf(state).emplace(now, id);
+  admission.admitted = true;
+  return admission;
+}
+
+void ConnectionLimiter::HelloDone(Id id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.state != State::kHello) return;
+  hello_.erase({it->second.since, id});
+  it->second.state = State::kHeader;
+  header_.emplace(it->second.since, id);
+}
+
+void ConnectionLimiter::StartServing(Id id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.state == State::kServing) return;
+  Unqueue(id, it->second);
+  it->second.state = State::kServing;
+  ++serving_;
+}
+
+void ConnectionLimiter::FinishServing(Id id, Time now) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.state != State::kServing) return;
+  --serving_;
+  it->second = Entry{State::kIdle, now};
+  idle_.emplace(now, id);
+}
+
+void ConnectionLimiter::Remove(Id id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Unqueue(id, it->second);
+  entries_.erase(it);
+}
+
+ConnectionLimiter::Expired ConnectionLimiter::TakeExpired(Time now) {
+  Expired expired;
+  auto take = [&](Queue& queue, Duration timeout, std::vector<Id>& out) {
+    while (!queue.empty() && queue.begin()->first + timeout <= now) {
+      Id id = queue.begin()->second;
+      queue.erase(queue.begin());
+      entries_.erase(id);
+      out.push_back(id);
+    }
+  };
+  take(hello_, options_.header_timeout, expired.header);
+  take(header_, options_.header_timeout, expired.header);
+  take(idle_, options_.idle_timeout, expired.idle);
+  return expired;
+}
+
+std::optional<ConnectionLimiter::Time> ConnectionLimiter::NextDeadline() const {
+  std::optional<Time> next;
+  auto consider = [&](const Queue& queue, Duration timeout) {
+    if (queue.empty()) return;
+    Time deadline = queue.begin()->first + timeout;
+    if (!next || deadline < *next) next = deadline;
+  };
+  consider(hello_, options_.header_timeout);
+  consider(header_, options_.header_timeout);
+  consider(idle_, options_.idle_timeout);
+  return next;
+}
+
+size_t ConnectionLimiter::count(State state) const {
+  switch (state) {
+    case State::kHello:
+      return hello_.size();
+    case State::kHeader:
+      return header_.size();
+    case State::kIdle:
+      return idle_.size();
+    case State::kServing:
+      return serving_;
+  }
+  return 0;
+}
+
+}  // namespace gpuscope
