@@ -264,7 +264,7 @@ Status HttpServer::Start() {
 
 void HttpServer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_ || stopping_) return;
     stopping_ = true;
   }
@@ -276,11 +276,11 @@ void HttpServer::Stop() {
   close(epoll_fd_);
   epoll_fd_ = -1;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Interrupt writes in progress; the workers hand their connections back and exit.
     for (int fd : serving_) shutdown(fd, SHUT_RDWR);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
   queue_.clear();
@@ -329,7 +329,7 @@ void HttpServer::EventLoop() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) break;
     }
     TakeBackFromWorkers(now);
@@ -358,7 +358,7 @@ void HttpServer::TakeBackFromWorkers(ConnectionLimiter::Time now) {
   std::vector<ConnectionPtr> returned;
   std::vector<uint64_t> closed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     returned.swap(returned_);
     closed.swap(closed_);
   }
@@ -399,11 +399,11 @@ void HttpServer::OnReadable(uint64_t id) {
       ConnectionPtr owned = std::move(it->second);
       held_.erase(it);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         queue_.push_back(std::move(owned));
         if (queue_.size() > idle_workers_) workers_.emplace_back([this] { WorkerLoop(); });
       }
-      cv_.notify_one();
+      cv_.NotifyOne();
       return;
     }
   }
@@ -499,27 +499,32 @@ void HttpServer::RejectOverCapacity(int fd) {
 }
 
 void HttpServer::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    ++idle_workers_;
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    --idle_workers_;
-    if (stopping_) return;
-    ConnectionPtr conn = std::move(queue_.front());
-    queue_.pop_front();
-    serving_.insert(conn->fd());
-    lock.unlock();
-    bool keep = Serve(*conn);
-    lock.lock();
-    serving_.erase(conn->fd());
-    if (keep && !stopping_) {
-      returned_.push_back(std::move(conn));
-    } else {
-      closed_.push_back(conn->id());
-      lock.unlock();
-      conn.reset();
-      lock.lock();
+    ConnectionPtr conn;
+    {
+      MutexLock lock(&mu_);
+      ++idle_workers_;
+      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
+      --idle_workers_;
+      if (stopping_) return;
+      conn = std::move(queue_.front());
+      queue_.pop_front();
+      serving_.insert(conn->fd());
     }
+    bool keep = Serve(*conn);
+    bool closed = false;
+    {
+      MutexLock lock(&mu_);
+      serving_.erase(conn->fd());
+      if (keep && !stopping_) {
+        returned_.push_back(std::move(conn));
+      } else {
+        closed_.push_back(conn->id());
+        closed = true;
+      }
+    }
+    if (closed) conn.reset();  // closes the socket outside the lock
+    MutexLock lock(&mu_);
     if (!stopping_) Wake(wake_fd_);
   }
 }

@@ -20,12 +20,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -34,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/sinks/prometheus/connection_limiter.h"
 #include "src/sinks/prometheus/http_request.h"
@@ -158,16 +157,16 @@ class HttpServer {
   bool accept_paused_ = false;                        // out of descriptors with nothing to evict
   ConnectionLimiter::Time accept_resume_{};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_requested_{false};  // mirrors stopping_ for lock-free checks between requests
-  std::deque<ConnectionPtr> queue_;          // complete requests not yet picked by a worker; guarded by mu_
-  std::set<int> serving_;                    // fds being answered (shut down on Stop); guarded by mu_
-  std::vector<ConnectionPtr> returned_;      // kept alive by a worker, for the loop; guarded by mu_
-  std::vector<uint64_t> closed_;             // closed by a worker, for the loop; guarded by mu_
-  size_t idle_workers_ = 0;                  // guarded by mu_
-  std::vector<std::thread> workers_;         // grown by the loop thread only
+  std::deque<ConnectionPtr> queue_ GUARDED_BY(mu_);      // complete requests not yet picked by a worker
+  std::set<int> serving_ GUARDED_BY(mu_);                // fds being answered (shut down on Stop)
+  std::vector<ConnectionPtr> returned_ GUARDED_BY(mu_);  // kept alive by a worker, for the loop
+  std::vector<uint64_t> closed_ GUARDED_BY(mu_);         // closed by a worker, for the loop
+  size_t idle_workers_ GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> workers_;  // grown by the loop thread only
 
   std::atomic<uint64_t> evicted_header_{0}, evicted_idle_{0}, timed_out_header_{0}, timed_out_idle_{0},
       refused_{0};

@@ -13,7 +13,7 @@ constexpr size_t kMaxCacheEntries = 4;
 
 std::shared_ptr<const std::string> RenderCache::Find(uint64_t version, ExpositionFormat format,
                                                      bool gzip) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const Entry& e : entries_) {
     if (e.version == version && e.format == format && e.gzip == gzip) return e.body;
   }
@@ -21,7 +21,7 @@ std::shared_ptr<const std::string> RenderCache::Find(uint64_t version, Expositio
 }
 
 void RenderCache::Insert(Entry entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++renders_;
   // Only the newest snapshot is worth keeping: versions only grow.
   uint64_t newest = entry.version;
@@ -35,14 +35,14 @@ void RenderCache::Insert(Entry entry) {
 std::shared_ptr<const std::string> RenderCache::Get(const Snapshot& snapshot, ExpositionFormat format,
                                                     bool gzip) {
   if (auto body = Find(snapshot.version, format, gzip)) return body;
-  std::lock_guard<std::mutex> render_lock(render_mu_);
+  MutexLock render_lock(&render_mu_);
   if (auto body = Find(snapshot.version, format, gzip)) return body;  // rendered while we waited
   std::shared_ptr<const std::string> plain = Find(snapshot.version, format, false);
   if (!plain) {
     RenderStats stats;
     plain = std::make_shared<const std::string>(RenderSnapshot(snapshot, format, &stats));
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       last_stats_ = stats;
     }
     Insert(Entry{snapshot.version, format, false, plain});
@@ -55,12 +55,12 @@ std::shared_ptr<const std::string> RenderCache::Get(const Snapshot& snapshot, Ex
 }
 
 uint64_t RenderCache::renders() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return renders_;
 }
 
 RenderStats RenderCache::last_stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_stats_;
 }
 
@@ -163,7 +163,7 @@ void PrometheusEndpoint::CountResponse(std::string_view path, int status) {
   // Bounded label values: only the paths we serve, everything else is "other".
   std::string_view label = "other";
   if (path == options_.telemetry_path || path == "/healthz" || path == "/readyz" || path == "/") label = path;
-  std::lock_guard<std::mutex> lock(counts_mu_);
+  MutexLock lock(&counts_mu_);
   ++request_counts_[{std::string(label), status}];
 }
 
@@ -216,7 +216,7 @@ void PrometheusEndpoint::CollectSelfMetrics(std::vector<MetricFamily>& out) cons
   std::vector<MetricDescription> descriptions = DescribeSelfMetrics();
   MetricFamily requests{descriptions[0].name, descriptions[0].help, descriptions[0].type, "", {}};
   {
-    std::lock_guard<std::mutex> lock(counts_mu_);
+    MutexLock lock(&counts_mu_);
     for (const auto& [key, count] : request_counts_) {
       requests.samples.push_back(
           {{{"path", key.first}, {"code", std::to_string(key.second)}}, static_cast<double>(count)});

@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "src/core/collector.h"
 #include "src/core/health.h"
 #include "src/core/metric.h"
+#include "src/core/mutex.h"
 #include "src/core/snapshot.h"
 #include "src/core/status.h"
 #include "src/sinks/prometheus/exposition.h"
@@ -64,11 +64,11 @@ class RenderCache {
   std::shared_ptr<const std::string> Find(uint64_t version, ExpositionFormat format, bool gzip) const;
   void Insert(Entry entry);
 
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;  // guarded by mu_; all of the newest version seen, at most 4
-  uint64_t renders_ = 0;        // guarded by mu_
-  RenderStats last_stats_;      // guarded by mu_
-  std::mutex render_mu_;        // held while rendering
+  mutable Mutex mu_;
+  std::vector<Entry> entries_ GUARDED_BY(mu_);  // all of the newest version seen, at most 4
+  uint64_t renders_ GUARDED_BY(mu_) = 0;
+  RenderStats last_stats_ GUARDED_BY(mu_);
+  Mutex render_mu_;  // held while rendering
 };
 
 class PrometheusEndpoint {
@@ -107,8 +107,8 @@ class PrometheusEndpoint {
   std::vector<std::string> warnings_;
   std::unique_ptr<HttpServer> server_;
   RenderCache cache_;
-  mutable std::mutex counts_mu_;
-  std::map<std::pair<std::string, int>, uint64_t> request_counts_;  // (path, code); guarded by counts_mu_
+  mutable Mutex counts_mu_;
+  std::map<std::pair<std::string, int>, uint64_t> request_counts_ GUARDED_BY(counts_mu_);  // (path, code)
 };
 
 // Publishes PrometheusEndpoint::CollectSelfMetrics() as a collector named "prometheus_endpoint".
