@@ -26,6 +26,13 @@ std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> Connec
   return std::nullopt;
 }
 
+std::optional<ConnectionLimiter::Id> ConnectionLimiter::NextVictim() const {
+  for (const Queue* queue : {&hello_, &header_, &idle_}) {
+    if (!queue->empty()) return queue->begin()->second;
+  }
+  return std::nullopt;
+}
+
 ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State state) {
   Admission admission;
   if (state != State::kHello) state = State::kHeader;

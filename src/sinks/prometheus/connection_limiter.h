@@ -77,6 +77,8 @@ class ConnectionLimiter {
   std::optional<Time> NextDeadline() const;
   // The connection a new one would evict, removed (used when the process runs out of descriptors).
   std::optional<std::pair<Id, State>> EvictOne();
+  // The connection a new one would evict now, left in place; nullopt when none is evictable.
+  std::optional<Id> NextVictim() const;
 
   size_t size() const { return entries_.size(); }
   size_t count(State state) const;

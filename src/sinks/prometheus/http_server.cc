@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -146,6 +147,8 @@ constexpr uint64_t kWakeTag = 1;
 // Connections accepted per loop round before the loop reads from those it holds again: a burst of
 // connects cannot starve a client whose request (or TLS handshake reply) is arriving.
 constexpr int kAcceptBatch = 16;
+// Would-be victims checked for bytes waiting before one is evicted for a new connection.
+constexpr int kVictimChecks = 8;
 // How long accepting pauses when the process is out of descriptors and nothing can be evicted.
 constexpr std::chrono::milliseconds kAcceptPause{50};
 
@@ -439,6 +442,7 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
     }
     ++accepted;
     uint64_t id = next_id_++;
+    AdvanceVictimsWithPendingBytes();
     ConnectionLimiter::Admission admission = limiter_.Admit(
         id, now, ssl_ctx_ != nullptr ? ConnectionLimiter::State::kHello : ConnectionLimiter::State::kHeader);
     if (admission.evicted) Evicted(*admission.evicted);
@@ -463,6 +467,21 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
     conn->awaiting_hello = ssl != nullptr;
     held_.emplace(id, std::move(conn));
     OnReadable(id);  // a scraper's request (or TLS hello) is usually there already
+  }
+}
+
+// Under a reconnect flood the slots turn over every few milliseconds, and a scraper's hello or request can
+// arrive after its connection's last read: oldest-first eviction would then pick exactly it. So before a
+// connection is evicted, one whose bytes are already waiting in the socket makes its progress first.
+void HttpServer::AdvanceVictimsWithPendingBytes() {
+  for (int i = 0; i < kVictimChecks && limiter_.size() >= limiter_.capacity(); ++i) {
+    std::optional<uint64_t> victim = limiter_.NextVictim();
+    if (!victim) return;
+    auto it = held_.find(*victim);
+    int pending = 0;
+    if (it == held_.end() || ioctl(it->second->fd(), FIONREAD, &pending) != 0 || pending <= 0) return;
+    OnReadable(*victim);
+    if (limiter_.NextVictim() == victim) return;  // still the first to go: its bytes did not complete a step
   }
 }
 

@@ -122,6 +122,7 @@ class HttpServer {
   // Event loop (loop thread only).
   void EventLoop();
   void AcceptSome(ConnectionLimiter::Time now);
+  void AdvanceVictimsWithPendingBytes();
   void TakeBackFromWorkers(ConnectionLimiter::Time now);
   void OnReadable(uint64_t id);
   void CloseHeld(uint64_t id);

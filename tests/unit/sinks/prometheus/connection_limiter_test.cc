@@ -209,5 +209,24 @@ TEST(ConnectionLimiter, ACapacityOfZeroMeansOne) {
   EXPECT_EQ(limiter.Admit(2, t(1)).evicted, Evicted(1, State::kHeader));
 }
 
+TEST(ConnectionLimiter, NextVictimIsWhatAnAdmissionAtTheCapWouldEvictAndLeavesItInPlace) {
+  ConnectionLimiter limiter({.capacity = 3});
+  const auto t0 = ConnectionLimiter::Time{};
+  limiter.Admit(1, t0, ConnectionLimiter::State::kHeader);
+  limiter.Admit(2, t0 + std::chrono::milliseconds(1), ConnectionLimiter::State::kHello);
+  limiter.Admit(3, t0 + std::chrono::milliseconds(2), ConnectionLimiter::State::kHello);
+  EXPECT_EQ(limiter.NextVictim(), std::optional<ConnectionLimiter::Id>(2)) << "the oldest still in its hello";
+  EXPECT_EQ(limiter.size(), 3u);
+  limiter.HelloDone(2);
+  EXPECT_EQ(limiter.NextVictim(), std::optional<ConnectionLimiter::Id>(3));
+  ConnectionLimiter::Admission admission = limiter.Admit(4, t0 + std::chrono::milliseconds(3));
+  ASSERT_TRUE(admission.evicted.has_value());
+  EXPECT_EQ(admission.evicted->first, 3u);
+  limiter.StartServing(1);
+  limiter.StartServing(2);
+  limiter.StartServing(4);
+  EXPECT_EQ(limiter.NextVictim(), std::nullopt) << "serving connections are never evicted";
+}
+
 }  // namespace
 }  // namespace gpuscope
