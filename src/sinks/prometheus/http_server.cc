@@ -286,9 +286,12 @@ void HttpServer::Stop() {
   cv_.NotifyAll();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
-  queue_.clear();
-  returned_.clear();
-  closed_.clear();
+  {
+    MutexLock lock(&mu_);
+    queue_.clear();
+    returned_.clear();
+    closed_.clear();
+  }
   close(wake_fd_);
   wake_fd_ = -1;
 }
