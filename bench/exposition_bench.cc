@@ -13,8 +13,7 @@ namespace {
 
 // 8 GPUs x 250 series with dcgm-exporter's identity labels: about what a busy HGX node exposes.
 Snapshot MakeSnapshot(int gpus, int families) {
-  Snapshot snapshot;
-  snapshot.version = 1;
+  std::vector<MetricFamily> list;
   for (int f = 0; f < families; ++f) {
     MetricFamily family{"DCGM_FI_BENCH_FIELD_" + std::to_string(f),
                         "A benchmark field (in W).",
@@ -31,9 +30,9 @@ Snapshot MakeSnapshot(int gpus, int families) {
                     {"DCGM_FI_DRIVER_VERSION", "550.90.07"}};
       family.samples.push_back({std::move(labels), 1234.5 * f + g});
     }
-    snapshot.families.push_back(std::move(family));
+    list.push_back(std::move(family));
   }
-  return snapshot;
+  return Snapshot::Of(std::move(list), /*version=*/1);
 }
 
 void BM_RenderText(benchmark::State& state) {

@@ -47,59 +47,69 @@ int PrintMetricsDocs(const AgentConfig& config) {
   return 0;
 }
 
-}  // namespace
-
-int RunAgent(const AgentConfig& config) {
-  SetLogLevel(config.log_level);
-  SetLogFormat(config.log_format);
-  if (config.print_metrics_docs) return PrintMetricsDocs(config);
-
-  // The node state every component shares (GPU inventory, JobTable, GPU processes, XID ledger), and
-  // the device map the Slurm prolog reads, written from the GPU inventory when attribution is set up.
-  NodeStateOptions node_options;
-  node_options.device_map_file = config.device_map_file;
-  if (node_options.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
-    node_options.device_map_file = "/run/gpuscope/devices";
+// The node state every component shares (GPU inventory, JobTable, GPU processes, XID ledger), and the
+// device map the Slurm prolog reads, written from the GPU inventory when attribution is set up.
+NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
+  NodeStateOptions options;
+  options.device_map_file = config.device_map_file;
+  if (options.device_map_file.empty() && !config.hpc_job_mapping_dir.empty()) {
+    options.device_map_file = "/run/gpuscope/devices";
   }
-  node_options.xid_action = [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); };
-  NodeState node(std::move(node_options));
-  JobTable& jobs = node.jobs();
+  options.xid_action = [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); };
+  return options;
+}
 
-  // Attribution: the JobTable's long-running sources, started before the first GPU cycle.
+// The JobTable's long-running sources; either may be absent.
+struct AttributionSources {
   std::unique_ptr<MappingDirSource> mapping;
+  std::unique_ptr<SlurmJobSource> slurm;
+
+  void Stop() {
+    if (slurm) slurm->Stop();
+    if (mapping) mapping->Stop();
+  }
+};
+
+// Starts the configured attribution sources, before the first GPU cycle. With --once the mapping
+// directory is scanned once, synchronously, instead of watched.
+AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) {
+  AttributionSources sources;
   if (!config.hpc_job_mapping_dir.empty()) {
     MappingDirOptions options;
     ParseMappingFormatOption(config.mapping_format, &options.format);
     options.gpus = &node.gpus();
-    mapping = std::make_unique<MappingDirSource>(config.hpc_job_mapping_dir, &jobs, options);
+    sources.mapping = std::make_unique<MappingDirSource>(config.hpc_job_mapping_dir, &node.jobs(), options);
     Status status = Status::Ok();
     if (config.once) {
-      mapping->ScanNow();  // one synchronous scan: --once must see the mappings in its only cycles
+      sources.mapping->ScanNow();  // one synchronous scan: --once must see the mappings in its only cycles
     } else {
-      status = mapping->Start();
+      status = sources.mapping->Start();
     }
     if (!status.ok()) {
       Log(LogLevel::kWarn, "mapping directory not watched",
           {{"dir", config.hpc_job_mapping_dir}, {"error", status.ToString()}});
     }
   }
-  std::unique_ptr<SlurmJobSource> slurm;
   if (config.attribution_slurm) {
     SlurmJobSourceOptions options;
     options.scontrol_path = config.scontrol;
     options.interval = config.slurm_interval;
     options.timeout = config.slurm_timeout;
-    slurm = std::make_unique<SlurmJobSource>(options, &jobs);
-    slurm->Start();
+    sources.slurm = std::make_unique<SlurmJobSource>(options, &node.jobs());
+    sources.slurm->Start();
   }
+  return sources;
+}
 
-  SnapshotStore store;
-  Scheduler scheduler(&store);
-  CollectorContext context{&node};
-  if (mapping || slurm) {
-    scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),
-                  std::chrono::seconds(5));
+// Adds the attribution sources' collector and every enabled built-in collector to `scheduler`.
+void AddCollectors(const AgentConfig& config, NodeState& node, const AttributionSources& attribution,
+                   Scheduler& scheduler) {
+  if (attribution.mapping || attribution.slurm) {
+    scheduler.Add(
+        std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
+        std::chrono::seconds(5));
   }
+  CollectorContext context{&node};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
@@ -107,39 +117,50 @@ int RunAgent(const AgentConfig& config) {
     Log(LogLevel::kInfo, "collector enabled",
         {{"collector", entry.name}, {"interval_ms", std::to_string(settings.interval.count())}});
   }
+}
 
-  // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
-  std::unique_ptr<EventPath> events;
-  if (!config.once) {
-    std::string host = config.hostname;
-    if (host.empty()) {
-      char buffer[256] = {};
-      if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
-    }
-    Status status = EventPath::Create(config, host, &node.xids(), &jobs, &node.gpus(), &events);
-    if (!status.ok()) {
-      Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
-      return 1;
-    }
-    if (events) scheduler.Add(events->MakeCollector(), std::chrono::seconds(5));
+// Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
+// `events` stays null when no event source is configured.
+Status CreateEventPath(const AgentConfig& config, NodeState& node, std::unique_ptr<EventPath>* events) {
+  std::string host = config.hostname;
+  if (host.empty()) {
+    char buffer[256] = {};
+    if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
   }
+  return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), events);
+}
 
-  if (config.once) {
-    // Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
-    // profiling metrics) are present too.
-    scheduler.RunOnce();
-    // Files named by a GPU or MIG UUID resolve through the GPU directory the first cycle published.
-    if (mapping) mapping->ScanNow();
-    std::this_thread::sleep_for(
-        std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval, std::chrono::seconds(1)));
-    scheduler.RunOnce();
-    if (slurm) slurm->Stop();
-    if (mapping) mapping->Stop();
-    std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return scheduler.Health().healthy ? 0 : 1;
-  }
+// --once: two cycles one interval apart (at most 1 s), so that values computed between two samples
+// (GPM profiling metrics) are present too, then the exposition on stdout. 0 when healthy.
+int RunCyclesOnce(const AgentConfig& config, Scheduler& scheduler, const SnapshotStore& store,
+                  AttributionSources& attribution) {
+  scheduler.RunOnce();
+  // Files named by a GPU or MIG UUID resolve through the GPU directory the first cycle published.
+  if (attribution.mapping) attribution.mapping->ScanNow();
+  std::this_thread::sleep_for(
+      std::min<std::chrono::milliseconds>(config.collectors.at("gpu").interval, std::chrono::seconds(1)));
+  scheduler.RunOnce();
+  attribution.Stop();
+  std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return scheduler.Health().healthy ? 0 : 1;
+}
 
+// Blocks until SIGTERM or SIGINT (blocked in every thread by main) and returns it.
+int WaitForTerminationSignal() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  return received;
+}
+
+// The daemon: the metrics endpoint, the collectors' threads and the event path until a termination
+// signal, then everything stopped in reverse order. 0 after a clean shutdown, 1 when it cannot start.
+int Serve(const AgentConfig& config, SnapshotStore& store, Scheduler& scheduler, EventPath* events,
+          AttributionSources& attribution) {
   EndpointOptions options;
   options.listen_address = config.listen_address;
   options.telemetry_path = config.telemetry_path;
@@ -178,20 +199,39 @@ int RunAgent(const AgentConfig& config) {
        {"port", std::to_string(endpoint->port())},
        {"path", config.telemetry_path}});
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  int received = 0;
-  sigwait(&signals, &received);
+  int received = WaitForTerminationSignal();
   Log(LogLevel::kInfo, "shutting down", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
   endpoint->Stop();
   if (events) events->Stop();
   scheduler.Stop();
-  if (slurm) slurm->Stop();
-  if (mapping) mapping->Stop();
+  attribution.Stop();
   Log(LogLevel::kInfo, "stopped");
   return 0;
+}
+
+}  // namespace
+
+int RunAgent(const AgentConfig& config) {
+  SetLogLevel(config.log_level);
+  SetLogFormat(config.log_format);
+  if (config.print_metrics_docs) return PrintMetricsDocs(config);
+
+  NodeState node(NodeOptionsFor(config));
+  // Declared before the scheduler: its attribution collector points at them.
+  AttributionSources attribution = StartAttribution(config, node);
+  SnapshotStore store;
+  Scheduler scheduler(&store);
+  AddCollectors(config, node, attribution, scheduler);
+  if (config.once) return RunCyclesOnce(config, scheduler, store, attribution);
+
+  std::unique_ptr<EventPath> events;
+  Status status = CreateEventPath(config, node, &events);
+  if (!status.ok()) {
+    Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
+    return 1;
+  }
+  if (events) scheduler.Add(events->MakeCollector(), std::chrono::seconds(5));
+  return Serve(config, store, scheduler, events.get(), attribution);
 }
 
 }  // namespace gpuscope

@@ -102,6 +102,126 @@ MetricFamily Empty(Own which) {
   return MetricFamily{d.name, d.help, d.type, d.unit, {}};
 }
 
+// hpc_job on every GPU series, as dcgm-exporter does: one copy per job when several share the GPU. A
+// process series gets its own process's job instead.
+void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver,
+                  std::vector<MetricFamily>& families) {
+  for (MetricFamily& family : families) {
+    std::vector<Sample> labelled;
+    labelled.reserve(family.samples.size());
+    for (Sample& sample : family.samples) {
+      const SampleSubject& subject = sample.subject;
+      if (subject.pid != 0 || subject.gpu == SampleSubject::kNone) {
+        std::string job = subject.pid != 0 && resolver ? resolver->JobOf(subject.pid) : std::string();
+        sample.labels.emplace_back("hpc_job", std::move(job));
+        labelled.push_back(std::move(sample));
+        continue;
+      }
+      auto jobs = JobsFor(view, GpuKey(subject.gpu, subject.gpu_instance));
+      if (jobs.size() <= 1) {
+        sample.labels.emplace_back("hpc_job", jobs.empty() ? std::string() : jobs[0]->job_id);
+        labelled.push_back(std::move(sample));
+        continue;
+      }
+      for (const Allocation* job : jobs) {
+        Sample copy = sample;
+        copy.labels.emplace_back("hpc_job", job->job_id);
+        labelled.push_back(std::move(copy));
+      }
+    }
+    family.samples = std::move(labelled);
+  }
+}
+
+// The families about allocations and their jobs, built from the JobTable and the GPU inventory.
+struct AllocationFamilies {
+  MetricFamily job_info = Empty(kJobInfo);
+  MetricFamily allocation_info = Empty(kAllocationInfo);
+  MetricFamily allocated_idle = Empty(kAllocatedIdle);
+  MetricFamily without_process = Empty(kAllocatedWithoutProcess);
+  MetricFamily jobs = Empty(kJobs);
+};
+
+using QuietSince = std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point>;
+
+// gpuscope_job_info for every job holding one of this node's GPUs, and the node's host label on it: job
+// ids are per cluster, so a join must match the job_info series of the same node.
+void AppendJobInfo(const std::set<std::string>& allocated_jobs, const GpuInventory& inventory,
+                   const JobTable::View& view, MetricFamily& job_info) {
+  std::pair<std::string, std::string> host{"Hostname", ""};
+  if (!inventory.host_label.empty()) host = {inventory.host_label, inventory.hostname};
+  for (const std::string& id : allocated_jobs) {
+    const JobInfo* job = view.Job(id);
+    if (job == nullptr) continue;
+    job_info.samples.push_back({{host,
+                                 {"hpc_job", job->job_id},
+                                 {"user", job->user},
+                                 {"uid", job->uid},
+                                 {"account", job->account},
+                                 {"partition", job->partition},
+                                 {"job_name", job->job_name},
+                                 {"array_job_id", job->array_job_id},
+                                 {"array_task_id", job->array_task_id}},
+                                1});
+  }
+}
+
+// Per allocation of one of this node's GPUs: its info, whether it has a process, whether it has been
+// idle for kIdleWindow (`quiet_since` carries the idle windows from cycle to cycle); then the jobs.
+AllocationFamilies AllocationSeries(const GpuInventory& inventory, const JobTable::View& view,
+                                    std::chrono::steady_clock::time_point now, QuietSince& quiet_since) {
+  AllocationFamilies out;
+  std::set<std::string> allocated_jobs;
+  std::set<std::pair<std::string, std::string>> watched;  // idle windows still open after this cycle
+  for (const Allocation& allocation : view.allocations) {
+    auto key = ParseGpuKey(allocation.gpu);
+    const GpuDeviceInventory* device = key ? inventory.Device(key->first) : nullptr;
+    if (device == nullptr) continue;  // a mapping for a GPU this node does not have
+    const int32_t instance = key->second;
+    allocated_jobs.insert(allocation.job_id);
+    Labels base = device->labels;
+    base.emplace_back("GPU_I_ID", instance == SampleSubject::kNone ? "" : std::to_string(instance));
+    base.emplace_back("hpc_job", allocation.job_id);
+    SampleSubject subject{static_cast<int32_t>(device->index), instance, 0};
+    Labels info = base;
+    info.emplace_back("rank", allocation.rank);
+    info.emplace_back("step", allocation.step_id);
+    out.allocation_info.samples.push_back({std::move(info), 1, subject});
+    if (device->processes_listed) {
+      bool busy = false;
+      for (const GpuProcessObservation& p : inventory.processes) {
+        if (p.gpu == device->index && (instance == SampleSubject::kNone || p.gpu_instance == instance))
+          busy = true;
+      }
+      out.without_process.samples.push_back({base, busy ? 0.0 : 1.0, subject});
+    }
+    std::optional<double> utilisation = device->up ? Utilisation(*device, instance) : std::nullopt;
+    if (!utilisation) continue;  // unknown this cycle: the window starts again
+    auto window_key = std::make_pair(allocation.gpu, allocation.job_id);
+    watched.insert(window_key);
+    auto [since, inserted] = quiet_since.try_emplace(window_key, now);
+    if (*utilisation >= AttributedCollector::kIdleUtilisation) since->second = now;
+    const bool idle = now - since->second >= AttributedCollector::kIdleWindow;
+    out.allocated_idle.samples.push_back({std::move(base), idle ? 1.0 : 0.0, subject});
+  }
+  std::erase_if(quiet_since, [&](const auto& entry) { return !watched.contains(entry.first); });
+  AppendJobInfo(allocated_jobs, inventory, view, out.job_info);
+  out.jobs.samples.push_back({{}, static_cast<double>(allocated_jobs.size())});
+  return out;
+}
+
+// The GPU processes and their jobs, for the host collector and the event path.
+std::vector<GpuProcessRef> ProcessRefs(const GpuInventory& inventory, const ProcResolver* resolver) {
+  std::vector<GpuProcessRef> refs;
+  refs.reserve(inventory.processes.size());
+  for (const GpuProcessObservation& p : inventory.processes) {
+    const GpuDeviceInventory* device = inventory.Device(p.gpu);
+    refs.push_back({std::to_string(p.gpu), device != nullptr ? device->pci_bus_id : std::string(), p.pid,
+                    resolver ? resolver->JobOf(p.pid) : std::string()});
+  }
+  return refs;
+}
+
 }  // namespace
 
 AttributedCollector::AttributedCollector(std::unique_ptr<Collector> inner, NodeState* node,
@@ -146,111 +266,16 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   if (resolver_) node_->jobs().Update(AttributionSource::kProc, resolver_->Resolve(processes));
   std::shared_ptr<const JobTable::View> view = node_->jobs().Current();
 
-  // hpc_job on every GPU series, as dcgm-exporter does: one copy per job when several share the GPU. A
-  // process series gets its own process's job instead.
-  if (options_.hpc_job_label) {
-    for (MetricFamily& family : families) {
-      std::vector<Sample> labelled;
-      labelled.reserve(family.samples.size());
-      for (Sample& sample : family.samples) {
-        const SampleSubject& subject = sample.subject;
-        if (subject.pid != 0 || subject.gpu == SampleSubject::kNone) {
-          std::string job = subject.pid != 0 && resolver_ ? resolver_->JobOf(subject.pid) : std::string();
-          sample.labels.emplace_back("hpc_job", std::move(job));
-          labelled.push_back(std::move(sample));
-          continue;
-        }
-        auto jobs = JobsFor(*view, GpuKey(subject.gpu, subject.gpu_instance));
-        if (jobs.size() <= 1) {
-          sample.labels.emplace_back("hpc_job", jobs.empty() ? std::string() : jobs[0]->job_id);
-          labelled.push_back(std::move(sample));
-          continue;
-        }
-        for (const Allocation* job : jobs) {
-          Sample copy = sample;
-          copy.labels.emplace_back("hpc_job", job->job_id);
-          labelled.push_back(std::move(copy));
-        }
-      }
-      family.samples = std::move(labelled);
-    }
-  }
-
-  MetricFamily job_info = Empty(kJobInfo);
-  MetricFamily allocation_info = Empty(kAllocationInfo);
-  MetricFamily allocated_idle = Empty(kAllocatedIdle);
-  MetricFamily without_process = Empty(kAllocatedWithoutProcess);
-  std::set<std::string> allocated_jobs;
-  const auto now = options_.now();
-  std::set<std::pair<std::string, std::string>> watched;  // idle windows still open after this cycle
-  for (const Allocation& allocation : view->allocations) {
-    auto key = ParseGpuKey(allocation.gpu);
-    const GpuDeviceInventory* device = key ? inventory->Device(key->first) : nullptr;
-    if (device == nullptr) continue;  // a mapping for a GPU this node does not have
-    const int32_t instance = key->second;
-    allocated_jobs.insert(allocation.job_id);
-    Labels base = device->labels;
-    base.emplace_back("GPU_I_ID", instance == SampleSubject::kNone ? "" : std::to_string(instance));
-    base.emplace_back("hpc_job", allocation.job_id);
-    SampleSubject subject{static_cast<int32_t>(device->index), instance, 0};
-    Labels info = base;
-    info.emplace_back("rank", allocation.rank);
-    info.emplace_back("step", allocation.step_id);
-    allocation_info.samples.push_back({std::move(info), 1, subject});
-    if (device->processes_listed) {
-      bool busy = false;
-      for (const GpuProcessObservation& p : inventory->processes) {
-        if (p.gpu == device->index && (instance == SampleSubject::kNone || p.gpu_instance == instance))
-          busy = true;
-      }
-      without_process.samples.push_back({base, busy ? 0.0 : 1.0, subject});
-    }
-    std::optional<double> utilisation = device->up ? Utilisation(*device, instance) : std::nullopt;
-    if (!utilisation) continue;  // unknown this cycle: the window starts again
-    auto window_key = std::make_pair(allocation.gpu, allocation.job_id);
-    watched.insert(window_key);
-    auto [since, inserted] = quiet_since_.try_emplace(window_key, now);
-    if (*utilisation >= kIdleUtilisation) since->second = now;
-    const bool idle = now - since->second >= kIdleWindow;
-    allocated_idle.samples.push_back({std::move(base), idle ? 1.0 : 0.0, subject});
-  }
-  std::erase_if(quiet_since_, [&](const auto& entry) { return !watched.contains(entry.first); });
-  // The node's host label (Hostname, or hostname in 4.9 compat) goes on gpuscope_job_info too: job ids
-  // are per cluster, so a join must match the job_info series of the same node.
-  std::pair<std::string, std::string> host{"Hostname", ""};
-  if (!inventory->host_label.empty()) host = {inventory->host_label, inventory->hostname};
-  for (const std::string& id : allocated_jobs) {
-    const JobInfo* job = view->Job(id);
-    if (job == nullptr) continue;
-    job_info.samples.push_back({{host,
-                                 {"hpc_job", job->job_id},
-                                 {"user", job->user},
-                                 {"uid", job->uid},
-                                 {"account", job->account},
-                                 {"partition", job->partition},
-                                 {"job_name", job->job_name},
-                                 {"array_job_id", job->array_job_id},
-                                 {"array_task_id", job->array_task_id}},
-                                1});
-  }
-  MetricFamily jobs = Empty(kJobs);
-  jobs.samples.push_back({{}, static_cast<double>(allocated_jobs.size())});
-
-  std::vector<GpuProcessRef> refs;
-  refs.reserve(inventory->processes.size());
-  for (const GpuProcessObservation& p : inventory->processes) {
-    const GpuDeviceInventory* device = inventory->Device(p.gpu);
-    refs.push_back({std::to_string(p.gpu), device != nullptr ? device->pci_bus_id : std::string(), p.pid,
-                    resolver_ ? resolver_->JobOf(p.pid) : std::string()});
-  }
-  node_->gpu_processes().Update(std::move(refs));
+  if (options_.hpc_job_label) AddJobLabels(*view, resolver_.get(), families);
+  AllocationFamilies allocations = AllocationSeries(*inventory, *view, options_.now(), quiet_since_);
+  node_->gpu_processes().Update(ProcessRefs(*inventory, resolver_.get()));
 
   for (MetricFamily& family : families) out.push_back(std::move(family));
-  out.push_back(std::move(job_info));
-  out.push_back(std::move(allocation_info));
-  out.push_back(std::move(allocated_idle));
-  out.push_back(std::move(without_process));
-  out.push_back(std::move(jobs));
+  out.push_back(std::move(allocations.job_info));
+  out.push_back(std::move(allocations.allocation_info));
+  out.push_back(std::move(allocations.allocated_idle));
+  out.push_back(std::move(allocations.without_process));
+  out.push_back(std::move(allocations.jobs));
   if (resolver_) {
     for (MetricFamily& family : resolver_->SelfMetrics()) out.push_back(std::move(family));
   }

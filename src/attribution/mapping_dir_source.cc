@@ -99,6 +99,117 @@ bool Settled(const struct stat& st, std::chrono::milliseconds settle) {
   return age >= settle.count() || age <= -settle.count();
 }
 
+// One directory entry opened and read without following links: its content, or why it is skipped.
+struct EntryContent {
+  std::optional<std::string> content;
+  std::string_view reason;  // without content: the ignore reason; empty when the entry vanished meanwhile
+  std::string detail;
+  struct stat st {};
+};
+
+EntryContent ReadEntry(int dir_fd, const std::string& name) {
+  EntryContent entry;
+  if (fstatat(dir_fd, name.c_str(), &entry.st, AT_SYMLINK_NOFOLLOW) != 0) return entry;  // deleted meanwhile
+  if (S_ISLNK(entry.st.st_mode)) {
+    entry.reason = "symlink";
+    entry.detail = "symlinks are never followed";
+    return entry;
+  }
+  if (!S_ISREG(entry.st.st_mode)) {
+    entry.reason = "not_regular";
+    entry.detail = "only regular files are read";
+    return entry;
+  }
+  // O_NOFOLLOW and O_NONBLOCK again: the entry may have been swapped since fstatat.
+  int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return entry;
+    entry.reason = errno == ELOOP ? "symlink" : "unreadable";
+    entry.detail = errno == ELOOP ? "symlinks are never followed" : std::strerror(errno);
+    return entry;
+  }
+  if (fstat(fd, &entry.st) != 0 || !S_ISREG(entry.st.st_mode)) {
+    close(fd);
+    entry.reason = "not_regular";
+    entry.detail = "only regular files are read";
+    return entry;
+  }
+  entry.content = ReadCapped(fd);
+  int read_errno = errno;
+  close(fd);
+  if (!entry.content) {
+    entry.reason = "unreadable";
+    entry.detail = std::strerror(read_errno);
+  }
+  return entry;
+}
+
+// What one mapping file says, in the format it was read as.
+struct ParsedMappingFile {
+  AttributionUpdate update;
+  MappingError error = MappingError::kNone;
+  bool terminated = true;
+  MappingFormat format = MappingFormat::kDcgm;
+};
+
+// A gpuscope-job.<id> record.
+ParsedMappingFile ParseRecordFile(const std::string& content, std::string_view record_job) {
+  ParsedMappingFile file;
+  file.format = MappingFormat::kGpuscope;
+  GpuscopeRecord record = ParseGpuscopeRecord(content, record_job);
+  file.error = record.error;
+  file.terminated = record.terminated;
+  for (const std::string& gpu : record.job.gpus)
+    file.update.allocations.push_back({gpu, record.job.job_id, "", record.job.step_id});
+  if (file.error == MappingError::kNone) file.update.jobs.push_back(ToJobInfo(record.job));
+  return file;
+}
+
+// A file named by a GPU key or UUID, in the configured format (or the detected one).
+ParsedMappingFile ParseGpuKeyFile(const std::string& name, const std::string& content,
+                                  MappingDirOptions::Format option) {
+  ParsedMappingFile file;
+  switch (option) {
+    case MappingDirOptions::Format::kAuto:
+      file.format = DetectGpuKeyFileFormat(content);
+      break;
+    case MappingDirOptions::Format::kDcgm:
+      file.format = MappingFormat::kDcgm;
+      break;
+    case MappingDirOptions::Format::kJobstats:
+      file.format = MappingFormat::kJobstats;
+      break;
+    case MappingDirOptions::Format::kAmd:
+      file.format = MappingFormat::kAmd;
+      break;
+  }
+  if (file.format == MappingFormat::kDcgm) {
+    DcgmMappingFile dcgm = ParseDcgmMapping(content);
+    file.error = dcgm.error;
+    file.terminated = dcgm.terminated;
+    for (const std::string& job : dcgm.job_ids) file.update.allocations.push_back({name, job, "", ""});
+  } else if (file.format == MappingFormat::kJobstats) {
+    JobstatsMappingFile jobstats = ParseJobstatsMapping(content);
+    file.error = jobstats.error;
+    file.terminated = jobstats.terminated;
+    if (file.error == MappingError::kNone) {
+      file.update.allocations.push_back({name, jobstats.job_id, "", ""});
+      JobInfo info;
+      info.job_id = jobstats.job_id;
+      info.uid = jobstats.uid;
+      file.update.jobs.push_back(info);
+    }
+  } else {
+    AmdMappingFile amd = ParseAmdMapping(content);
+    file.error = amd.error;
+    if (file.error == MappingError::kNone) {
+      file.update.allocations.push_back({name, amd.job.job_id, "", ""});
+      file.update.jobs.push_back(ToJobInfo(amd.job));
+    }
+  }
+  return file;
+}
+
 }  // namespace
 
 bool ParseMappingFormatOption(std::string_view name, MappingDirOptions::Format* format) {
@@ -197,138 +308,82 @@ int MappingDirSource::ScanNow() {
   for (const std::string& name : names) {
     // Dot files: ".", "..", the prolog's temporary files and its lock file. Not mapping files, not errors.
     if (name.empty() || name.front() == '.') continue;
-    std::string_view record_job = GpuscopeRecordJobId(name);
-    bool by_uuid = ParseGpuUuidName(name).kind != GpuUuidName::Kind::kNone;
-    bool gpu_file = IsValidGpuKey(name) || by_uuid;
-    if (record_job.empty() && !gpu_file) {
-      Ignore(name, "invalid_name", "neither a GPU key, a GPU or MIG UUID nor gpuscope-job.<jobid>", &next);
-      continue;
-    }
-    struct stat st {};
-    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // deleted meanwhile
-    if (S_ISLNK(st.st_mode)) {
-      Ignore(name, "symlink", "symlinks are never followed", &next);
-      continue;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      Ignore(name, "not_regular", "only regular files are read", &next);
-      continue;
-    }
-    // O_NOFOLLOW and O_NONBLOCK again: the entry may have been swapped since fstatat.
-    int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;
-      if (errno == ELOOP)
-        Ignore(name, "symlink", "symlinks are never followed", &next);
-      else
-        Ignore(name, "unreadable", std::strerror(errno), &next);
-      continue;
-    }
-    std::optional<std::string> content;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      close(fd);
-      Ignore(name, "not_regular", "only regular files are read", &next);
-      continue;
-    }
-    content = ReadCapped(fd);
-    close(fd);
-    if (!content) {
-      Ignore(name, "unreadable", std::strerror(errno), &next);
-      continue;
-    }
-
-    AttributionUpdate update;
-    MappingError error = MappingError::kNone;
-    bool terminated = true;
-    MappingFormat format = MappingFormat::kDcgm;
-    if (!record_job.empty()) {
-      format = MappingFormat::kGpuscope;
-      GpuscopeRecord record = ParseGpuscopeRecord(*content, record_job);
-      error = record.error;
-      terminated = record.terminated;
-      for (const std::string& gpu : record.job.gpus)
-        update.allocations.push_back({gpu, record.job.job_id, "", record.job.step_id});
-      if (error == MappingError::kNone) update.jobs.push_back(ToJobInfo(record.job));
-    } else {
-      switch (options_.format) {
-        case MappingDirOptions::Format::kAuto:
-          format = DetectGpuKeyFileFormat(*content);
-          break;
-        case MappingDirOptions::Format::kDcgm:
-          format = MappingFormat::kDcgm;
-          break;
-        case MappingDirOptions::Format::kJobstats:
-          format = MappingFormat::kJobstats;
-          break;
-        case MappingDirOptions::Format::kAmd:
-          format = MappingFormat::kAmd;
-          break;
-      }
-      if (format == MappingFormat::kDcgm) {
-        DcgmMappingFile file = ParseDcgmMapping(*content);
-        error = file.error;
-        terminated = file.terminated;
-        for (const std::string& job : file.job_ids) update.allocations.push_back({name, job, "", ""});
-      } else if (format == MappingFormat::kJobstats) {
-        JobstatsMappingFile file = ParseJobstatsMapping(*content);
-        error = file.error;
-        terminated = file.terminated;
-        if (error == MappingError::kNone) {
-          update.allocations.push_back({name, file.job_id, "", ""});
-          JobInfo info;
-          info.job_id = file.job_id;
-          info.uid = file.uid;
-          update.jobs.push_back(info);
-        }
-      } else {
-        AmdMappingFile file = ParseAmdMapping(*content);
-        error = file.error;
-        if (error == MappingError::kNone) {
-          update.allocations.push_back({name, file.job.job_id, "", ""});
-          update.jobs.push_back(ToJobInfo(file.job));
-        }
-      }
-    }
-    if (error == MappingError::kNone && !terminated && !Settled(st, options_.settle)) {
-      // Probably caught mid-write by a non-atomic writer: keep what we knew, look again once settled.
-      ++unsettled;
-      auto previous = files_.find(name);
-      if (previous != files_.end()) next[name] = previous->second;
-      continue;
-    }
-    if (error != MappingError::kNone) {
-      Ignore(name, MappingErrorReason(error), MappingFormatName(format), &next);
-      continue;
-    }
-    FileState& state = next[name];
-    state.last = std::move(update);
-    state.format = std::string(MappingFormatName(format));
-    if (by_uuid) state.uuid = name;
+    if (!ScanEntry(dir_fd, name, &next)) ++unsettled;
   }
   closedir(dir);
 
+  uint64_t gpus_version = options_.gpus != nullptr ? options_.gpus->Version() : 0;  // before resolving
+  MergedFiles merged = Merge(next);
+  files_ = std::move(next);
+  uuid_files_ = merged.uuid_files;
+  gpus_version_seen_ = gpus_version;
+  {
+    MutexLock lock(&metrics_mu_);
+    dir_present_ = true;
+    files_by_format_ = std::move(merged.counts);
+    unresolved_ = merged.unresolved;
+    ++scans_total_;
+  }
+  if (!published_once_ || !SameUpdate(merged.update, last_published_)) {
+    last_published_ = merged.update;
+    published_once_ = true;
+    table_->Update(AttributionSource::kMapping, std::move(merged.update));
+  }
+  return unsettled;
+}
+
+bool MappingDirSource::ScanEntry(int dir_fd, const std::string& name,
+                                 std::map<std::string, FileState>* next) {
+  std::string_view record_job = GpuscopeRecordJobId(name);
+  bool by_uuid = ParseGpuUuidName(name).kind != GpuUuidName::Kind::kNone;
+  bool gpu_file = IsValidGpuKey(name) || by_uuid;
+  if (record_job.empty() && !gpu_file) {
+    Ignore(name, "invalid_name", "neither a GPU key, a GPU or MIG UUID nor gpuscope-job.<jobid>", next);
+    return true;
+  }
+  EntryContent entry = ReadEntry(dir_fd, name);
+  if (!entry.content) {
+    if (!entry.reason.empty()) Ignore(name, entry.reason, entry.detail, next);
+    return true;
+  }
+  ParsedMappingFile file = record_job.empty() ? ParseGpuKeyFile(name, *entry.content, options_.format)
+                                              : ParseRecordFile(*entry.content, record_job);
+  if (file.error == MappingError::kNone && !file.terminated && !Settled(entry.st, options_.settle)) {
+    // Probably caught mid-write by a non-atomic writer: keep what we knew, look again once settled.
+    auto previous = files_.find(name);
+    if (previous != files_.end()) (*next)[name] = previous->second;
+    return false;
+  }
+  if (file.error != MappingError::kNone) {
+    Ignore(name, MappingErrorReason(file.error), MappingFormatName(file.format), next);
+    return true;
+  }
+  FileState& state = (*next)[name];
+  state.last = std::move(file.update);
+  state.format = std::string(MappingFormatName(file.format));
+  if (by_uuid) state.uuid = name;
+  return true;
+}
+
+MappingDirSource::MergedFiles MappingDirSource::Merge(const std::map<std::string, FileState>& files) const {
   // Union of every accepted file: records first, so their job details win; GPU files fill blanks.
-  AttributionUpdate merged;
-  std::map<std::string, uint64_t> counts;
-  for (std::string_view format : kFormats) counts[std::string(format)] = 0;
+  MergedFiles merged;
+  for (std::string_view format : kFormats) merged.counts[std::string(format)] = 0;
   std::vector<const FileState*> ordered;
-  for (const auto& [name, state] : next)
+  for (const auto& [name, state] : files)
     if (state.reason.empty() && state.format == "gpuscope") ordered.push_back(&state);
-  for (const auto& [name, state] : next)
+  for (const auto& [name, state] : files)
     if (state.reason.empty() && state.format != "gpuscope" && !state.format.empty())
       ordered.push_back(&state);
   std::map<std::string, JobInfo> jobs;
-  uint64_t gpus_version = options_.gpus != nullptr ? options_.gpus->Version() : 0;  // before resolving
-  size_t uuid_files = 0;
-  uint64_t unresolved = 0;
   for (const FileState* state : ordered) {
-    ++counts[state->format];
+    ++merged.counts[state->format];
     std::optional<std::string> uuid_key;  // the JobTable key of a file named by a UUID
     if (!state->uuid.empty()) {
-      ++uuid_files;
+      ++merged.uuid_files;
       if (options_.gpus != nullptr) uuid_key = options_.gpus->GpuKeyOfUuid(state->uuid);
       if (!uuid_key) {
-        ++unresolved;  // kept in files_; applied once the GPU shows in the directory
+        ++merged.unresolved;  // kept in files_; applied once the GPU shows in the directory
         continue;
       }
     }
@@ -337,9 +392,10 @@ int MappingDirSource::ScanNow() {
       auto same_key = [&](const Allocation& a) {
         return a.gpu == allocation.gpu && a.job_id == allocation.job_id;
       };
-      auto existing = std::find_if(merged.allocations.begin(), merged.allocations.end(), same_key);
-      if (existing == merged.allocations.end())
-        merged.allocations.push_back(allocation);
+      auto existing =
+          std::find_if(merged.update.allocations.begin(), merged.update.allocations.end(), same_key);
+      if (existing == merged.update.allocations.end())
+        merged.update.allocations.push_back(allocation);
       else if (existing->step_id.empty())
         existing->step_id = allocation.step_id;
     }
@@ -348,28 +404,12 @@ int MappingDirSource::ScanNow() {
       if (!inserted) FillBlanks(&it->second, job);
     }
   }
-  std::sort(merged.allocations.begin(), merged.allocations.end(),
+  std::sort(merged.update.allocations.begin(), merged.update.allocations.end(),
             [](const Allocation& a, const Allocation& b) {
               return std::tie(a.gpu, a.job_id) < std::tie(b.gpu, b.job_id);
             });
-  for (auto& [id, job] : jobs) merged.jobs.push_back(std::move(job));
-
-  files_ = std::move(next);
-  uuid_files_ = uuid_files;
-  gpus_version_seen_ = gpus_version;
-  {
-    MutexLock lock(&metrics_mu_);
-    dir_present_ = true;
-    files_by_format_ = counts;
-    unresolved_ = unresolved;
-    ++scans_total_;
-  }
-  if (!published_once_ || !SameUpdate(merged, last_published_)) {
-    last_published_ = merged;
-    published_once_ = true;
-    table_->Update(AttributionSource::kMapping, std::move(merged));
-  }
-  return unsettled;
+  for (auto& [id, job] : jobs) merged.update.jobs.push_back(std::move(job));
+  return merged;
 }
 
 void MappingDirSource::Run() {

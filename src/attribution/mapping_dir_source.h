@@ -88,8 +88,19 @@ class MappingDirSource {
     std::string uuid;        // the file's name when it is a GPU or MIG UUID (`last` is keyed by it)
   };
 
+  // The union of a scan's accepted files, as the JobTable gets it, and what the metrics report of it.
+  struct MergedFiles {
+    AttributionUpdate update;
+    std::map<std::string, uint64_t> counts;  // accepted files by format
+    size_t uuid_files = 0;                   // files named by a UUID
+    uint64_t unresolved = 0;                 // of those, the ones whose GPU is not in the directory yet
+  };
+
   void Run();
   void PublishEmptyIfPresent();
+  // Reads and parses one directory entry into `next`; false when it had not settled (scan again).
+  bool ScanEntry(int dir_fd, const std::string& name, std::map<std::string, FileState>* next);
+  MergedFiles Merge(const std::map<std::string, FileState>& files) const;
   void Ignore(const std::string& name, std::string_view reason, std::string_view detail,
               std::map<std::string, FileState>* next);
 

@@ -93,26 +93,27 @@ Status GpuCollector::Init() {
   return Status::Ok();
 }
 
-Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
-  if (!initialized_) {
-    auto now = std::chrono::steady_clock::now();
-    if (attempted_init_ && now - last_init_attempt_ < options_.init_retry_interval) return init_status_;
-    attempted_init_ = true;
-    last_init_attempt_ = now;
-    Status status = Init();
-    if (!status.ok()) {
-      if (init_status_.message() != status.message()) {
-        Log(LogLevel::kWarn, "NVML not usable", {{"collector", "gpu"}, {"error", status.message()}});
-      }
-      init_status_ = status;
-      healthy_ = false;
-      return init_status_;
+Status GpuCollector::EnsureInitialized() {
+  if (initialized_) return Status::Ok();
+  auto now = std::chrono::steady_clock::now();
+  if (attempted_init_ && now - last_init_attempt_ < options_.init_retry_interval) return init_status_;
+  attempted_init_ = true;
+  last_init_attempt_ = now;
+  Status status = Init();
+  if (!status.ok()) {
+    if (init_status_.message() != status.message()) {
+      Log(LogLevel::kWarn, "NVML not usable", {{"collector", "gpu"}, {"error", status.message()}});
     }
-    initialized_ = true;
-    healthy_ = true;
+    init_status_ = status;
+    healthy_ = false;
+    return init_status_;
   }
-  if (gpus_.empty()) return Status::NoData("no GPUs");
+  initialized_ = true;
+  healthy_ = true;
+  return Status::Ok();
+}
 
+std::vector<GpuCollector::WorkerResult> GpuCollector::RunWorkers() {
   // Hand every idle worker its job first (an unopened GPU's open at most every init_retry_interval),
   // then wait for all against one deadline.
   const size_t n = gpus_.size();
@@ -129,95 +130,46 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     }
   }
   const auto deadline = now + options_.call_deadline;
-  std::vector<char> finished(n, 0);
-  std::vector<GpuWorker::Outcome> outcome(n, GpuWorker::Outcome::kOk);
-  std::vector<std::string> open_error(n);
+  std::vector<WorkerResult> results(n);
   for (size_t i = 0; i < n; ++i) {
     if (!posted[i] || !gpus_[i].worker->WaitUntil(deadline)) continue;
-    finished[i] = 1;
-    outcome[i] = gpus_[i].worker->Take(&gpus_[i].buffer, &open_error[i]);
+    GpuWorker::Outcome outcome = gpus_[i].worker->Take(&gpus_[i].buffer, &results[i].open_error);
+    results[i].up = outcome == GpuWorker::Outcome::kOk;
+    results[i].lost = outcome == GpuWorker::Outcome::kLost;
+    results[i].open_failed = outcome == GpuWorker::Outcome::kOpenFailed;
   }
+  return results;
+}
 
-  // Devices as they are now (a late open counts from here); newly opened ones get their XIDs watched.
-  std::vector<std::shared_ptr<const GpuDevice>> devices(n);
-  std::vector<std::pair<nvmlDevice_t, unsigned int>> to_watch;
-  for (size_t i = 0; i < n; ++i) {
-    devices[i] = gpus_[i].worker->device();
-    if (devices[i] != nullptr && !gpus_[i].xid_watched) {
-      gpus_[i].xid_watched = true;
-      to_watch.emplace_back(devices[i]->handle(), static_cast<unsigned int>(i));
-    }
+void GpuCollector::LogDown(size_t i, const GpuDevice* device, const WorkerResult& result) const {
+  std::string message = "GPU did not answer within the call deadline";
+  std::string error = "call deadline exceeded";
+  if (result.lost) {
+    message = "GPU lost";
+    error = "GPU is lost";
+  } else if (result.open_failed) {
+    message = "GPU could not be opened";
+    error = result.open_error;
+  } else if (device == nullptr) {
+    message = "GPU did not open within the call deadline";
   }
-  if (!to_watch.empty()) xids_->Watch(to_watch);
+  Log(LogLevel::kWarn, message,
+      {{"collector", "gpu"},
+       {"gpu", std::to_string(i)},
+       {"uuid", device != nullptr ? device->identity().uuid : ""},
+       {"error", error}});
+}
+
+void GpuCollector::AppendXidLedger(const XidLedger& ledger,
+                                   const std::vector<std::shared_ptr<const GpuDevice>>& devices,
+                                   std::vector<MetricFamily>& families) const {
   std::map<std::string, size_t> by_bus;  // canonical PCI bus id -> GPU index, for the ledger's XIDs
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] == nullptr) continue;
     if (auto bus = CanonicalPciBusId(devices[i]->identity().pci_bus_id)) by_bus.emplace(*bus, i);
   }
-  std::vector<char> up(n, 0);
-  for (size_t i = 0; i < n; ++i) up[i] = finished[i] && outcome[i] == GpuWorker::Outcome::kOk;
-  // The typed facts of this cycle go to the node state first: its ledger then holds NVML's new XIDs too.
-  node_state_->PublishGpuInventory(BuildInventory(devices, up));
-  XidLedger& xid_ledger = node_state_->xids();
-
-  std::vector<MetricFamily> families(kGpuFamilyCount);
-  for (size_t f = 0; f < kGpuFamilyCount; ++f) {
-    const MetricDescription& d = specs_[f].description;
-    families[f].name = d.name;
-    families[f].help = d.help;
-    families[f].type = d.type;
-    families[f].unit = d.unit;
-  }
   auto family = [&](GpuFamily f) -> MetricFamily& { return families[static_cast<size_t>(f)]; };
-  size_t reporting = 0;
-  for (size_t i = 0; i < n; ++i) {
-    Gpu& gpu = gpus_[i];
-    const GpuDevice* device = devices[i].get();
-    const bool up = finished[i] && outcome[i] == GpuWorker::Outcome::kOk;
-    const Labels& labels = device != nullptr ? device->labels() : gpu.placeholder;
-    const SampleSubject subject{static_cast<int32_t>(i), SampleSubject::kNone, 0};
-    family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0, subject});
-    if (device != nullptr) {
-      Sample info{labels, 1, subject};
-      info.labels.emplace_back("serial", device->identity().serial);
-      info.labels.emplace_back("nvml_version", node_.nvml_version);
-      info.labels.emplace_back("mig_mode", device->mig_enabled() ? "enabled" : "disabled");
-      family(GpuFamily::kGpuInfo).samples.push_back(std::move(info));
-    }
-    const std::string index = std::to_string(i);
-    const std::string uuid = device != nullptr ? device->identity().uuid : "";
-    if (!up) {
-      if (!gpu.was_down) {
-        std::string message = "GPU did not answer within the call deadline";
-        std::string error = "call deadline exceeded";
-        if (finished[i] && outcome[i] == GpuWorker::Outcome::kLost) {
-          message = "GPU lost";
-          error = "GPU is lost";
-        } else if (finished[i] && outcome[i] == GpuWorker::Outcome::kOpenFailed) {
-          message = "GPU could not be opened";
-          error = open_error[i];
-        } else if (device == nullptr) {
-          message = "GPU did not open within the call deadline";
-        }
-        Log(LogLevel::kWarn, message,
-            {{"collector", "gpu"}, {"gpu", index}, {"uuid", uuid}, {"error", error}});
-      }
-      gpu.was_down = true;
-      gpu.buffer.clear();
-      continue;
-    }
-    if (gpu.was_down) {
-      Log(LogLevel::kInfo, "GPU reports again", {{"collector", "gpu"}, {"gpu", index}, {"uuid", uuid}});
-    }
-    gpu.was_down = false;
-    ++reporting;
-    for (GpuSample& s : gpu.buffer) family(s.family).samples.push_back(std::move(s.sample));
-    gpu.buffer.clear();
-    family(GpuFamily::kXidErrors)
-        .samples.push_back(
-            Sample{labels, static_cast<double>(xid_ledger.LastXid(device->identity().pci_bus_id)), subject});
-  }
-  for (const XidLedgerEntry& e : xid_ledger.Entries()) {
+  for (const XidLedgerEntry& e : ledger.Entries()) {
     Labels labels;
     SampleSubject subject;
     auto gpu = by_bus.find(e.pci_bus_id);
@@ -243,6 +195,74 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     seen.labels.emplace_back("action", e.action);
     family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
   }
+}
+
+Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
+  if (Status init = EnsureInitialized(); !init.ok()) return init;
+  if (gpus_.empty()) return Status::NoData("no GPUs");
+  const size_t n = gpus_.size();
+  std::vector<WorkerResult> results = RunWorkers();
+
+  // Devices as they are now (a late open counts from here); newly opened ones get their XIDs watched.
+  std::vector<std::shared_ptr<const GpuDevice>> devices(n);
+  std::vector<std::pair<nvmlDevice_t, unsigned int>> to_watch;
+  for (size_t i = 0; i < n; ++i) {
+    devices[i] = gpus_[i].worker->device();
+    if (devices[i] != nullptr && !gpus_[i].xid_watched) {
+      gpus_[i].xid_watched = true;
+      to_watch.emplace_back(devices[i]->handle(), static_cast<unsigned int>(i));
+    }
+  }
+  if (!to_watch.empty()) xids_->Watch(to_watch);
+  // The typed facts of this cycle go to the node state first: its ledger then holds NVML's new XIDs too.
+  std::vector<char> up_by_gpu(n, 0);
+  for (size_t i = 0; i < n; ++i) up_by_gpu[i] = results[i].up;
+  node_state_->PublishGpuInventory(BuildInventory(devices, up_by_gpu));
+  XidLedger& xid_ledger = node_state_->xids();
+
+  std::vector<MetricFamily> families(kGpuFamilyCount);
+  for (size_t f = 0; f < kGpuFamilyCount; ++f) {
+    const MetricDescription& d = specs_[f].description;
+    families[f].name = d.name;
+    families[f].help = d.help;
+    families[f].type = d.type;
+    families[f].unit = d.unit;
+  }
+  auto family = [&](GpuFamily f) -> MetricFamily& { return families[static_cast<size_t>(f)]; };
+  size_t reporting = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Gpu& gpu = gpus_[i];
+    const GpuDevice* device = devices[i].get();
+    const bool up = results[i].up;
+    const Labels& labels = device != nullptr ? device->labels() : gpu.placeholder;
+    const SampleSubject subject{static_cast<int32_t>(i), SampleSubject::kNone, 0};
+    family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0, subject});
+    if (device != nullptr) {
+      Sample info{labels, 1, subject};
+      info.labels.emplace_back("serial", device->identity().serial);
+      info.labels.emplace_back("nvml_version", node_.nvml_version);
+      info.labels.emplace_back("mig_mode", device->mig_enabled() ? "enabled" : "disabled");
+      family(GpuFamily::kGpuInfo).samples.push_back(std::move(info));
+    }
+    if (!up) {
+      if (!gpu.was_down) LogDown(i, device, results[i]);
+      gpu.was_down = true;
+      gpu.buffer.clear();
+      continue;
+    }
+    if (gpu.was_down) {
+      Log(LogLevel::kInfo, "GPU reports again",
+          {{"collector", "gpu"}, {"gpu", std::to_string(i)}, {"uuid", device->identity().uuid}});
+    }
+    gpu.was_down = false;
+    ++reporting;
+    for (GpuSample& s : gpu.buffer) family(s.family).samples.push_back(std::move(s.sample));
+    gpu.buffer.clear();
+    family(GpuFamily::kXidErrors)
+        .samples.push_back(
+            Sample{labels, static_cast<double>(xid_ledger.LastXid(device->identity().pci_bus_id)), subject});
+  }
+  AppendXidLedger(xid_ledger, devices, families);
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
     if (!families[f].samples.empty()) out.push_back(std::move(families[f]));
   }

@@ -33,6 +33,7 @@ class GpuWorker;
 class NodeState;
 class NvmlLibrary;
 class XidEventMonitor;
+class XidLedger;
 struct GpuInventory;
 
 struct GpuCollectorOptions {
@@ -79,8 +80,25 @@ class GpuCollector : public Collector {
     bool xid_watched = false;
   };
 
+  // What one GPU's worker did this cycle.
+  struct WorkerResult {
+    bool up = false;           // answered before the deadline and read the device
+    bool lost = false;         // answered: NVML reported the GPU lost during the read
+    bool open_failed = false;  // answered: the device could not be opened (open_error says why)
+    std::string open_error;
+  };
+
   // nvmlInit, driver version, device count; starts one worker per GPU (no per-GPU NVML call).
   Status Init();
+  // Init() unless done, retried at most every init_retry_interval; Ok once initialized.
+  Status EnsureInitialized();
+  // Posts every idle worker its job and waits for all against one call deadline.
+  std::vector<WorkerResult> RunWorkers();  // index = GPU index
+  // Logs why GPU `i` is down (once per transition, by the caller).
+  void LogDown(size_t i, const GpuDevice* device, const WorkerResult& result) const;
+  // The XID ledger's per-(GPU, XID) counts and last-seen times, by bus id (GPUs NVML lacks included).
+  void AppendXidLedger(const XidLedger& ledger, const std::vector<std::shared_ptr<const GpuDevice>>& devices,
+                       std::vector<MetricFamily>& families) const;
   // The inventory of this cycle from the workers' results (before their samples move into families).
   GpuInventory BuildInventory(const std::vector<std::shared_ptr<const GpuDevice>>& devices,
                               const std::vector<char>& up);

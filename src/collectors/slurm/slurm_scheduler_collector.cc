@@ -616,72 +616,41 @@ std::vector<MetricFamily> SlurmSchedulerCollector::BuildSshare(std::string_view 
   return out;
 }
 
-Status SlurmSchedulerCollector::Collect(std::vector<MetricFamily>& out) {
-  const std::array<std::vector<std::string>, kCommandCount> argv = {{
-      {options_.squeue_path, "-h", "-r", "-o", std::string(kSqueueFormat)},
-      {options_.sinfo_path, "-N", "-h", "-O", std::string(kSinfoFormat)},
-      {options_.sdiag_path},
-      {options_.sshare_path, "-h", "-P", "-a", "-o", std::string(kSshareFields)},
-  }};
-  // All four at once: a cycle lasts at most one timeout even when slurmctld does not answer.
-  std::array<std::future<std::pair<CommandResult, double>>, kCommandCount> runs;
-  for (int c = 0; c < kCommandCount; ++c) {
-    if (!state_[c].enabled) continue;
-    runs[c] = std::async(std::launch::async, [this, args = argv[c]] {
-      Clock::time_point began = Clock::now();
-      CommandResult result = RunCommandWithTimeout(args, options_.timeout, options_.max_output_bytes);
-      return std::make_pair(std::move(result), std::chrono::duration<double>(Clock::now() - began).count());
-    });
+void SlurmSchedulerCollector::Record(Command c, const CommandResult& run, double seconds,
+                                     Clock::time_point now, double now_unix) {
+  CommandState& state = state_[c];
+  state.last_duration_s = seconds;
+  state.reason = ReasonOf(run);
+  ++state.runs[state.reason];
+  state.ok = run.status.ok();
+  if (!state.ok) return;
+  uint64_t rejected = 0;
+  switch (c) {
+    case kSqueue:
+      state.families = BuildSqueue(run.output, rejected);
+      break;
+    case kSinfo:
+      state.families = BuildSinfo(run.output, rejected);
+      break;
+    case kSdiag:
+      state.families = BuildSdiag(run.output, rejected);
+      break;
+    case kSshare:
+      state.families = BuildSshare(run.output, rejected);
+      break;
+    case kCommandCount:
+      break;
   }
-  const Clock::time_point now = Clock::now();
-  const double now_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::vector<std::pair<int, std::string>> errors;  // command, message
-  int not_found = 0;
-  int enabled = 0;
-  for (int c = 0; c < kCommandCount; ++c) {
-    CommandState& state = state_[c];
-    if (!state.enabled) continue;
-    ++enabled;
-    auto [run, seconds] = runs[c].get();
-    state.last_duration_s = seconds;
-    state.reason = ReasonOf(run);
-    ++state.runs[state.reason];
-    state.ok = run.status.ok();
-    if (state.ok) {
-      uint64_t rejected = 0;
-      switch (c) {
-        case kSqueue:
-          state.families = BuildSqueue(run.output, rejected);
-          break;
-        case kSinfo:
-          state.families = BuildSinfo(run.output, rejected);
-          break;
-        case kSdiag:
-          state.families = BuildSdiag(run.output, rejected);
-          break;
-        case kSshare:
-          state.families = BuildSshare(run.output, rejected);
-          break;
-      }
-      state.rejected_lines += rejected;
-      if (rejected > 0) {
-        Log(LogLevel::kDebug, "slurm: output lines not parsed",
-            {{"command", kCommandNames[c]}, {"lines", std::to_string(rejected)}});
-      }
-      state.last_success = now;
-      state.last_success_unix = now_unix;
-    } else {
-      if (state.reason == "not_found") ++not_found;
-      errors.emplace_back(c, run.status.message());
-    }
+  state.rejected_lines += rejected;
+  if (rejected > 0) {
+    Log(LogLevel::kDebug, "slurm: output lines not parsed",
+        {{"command", kCommandNames[c]}, {"lines", std::to_string(rejected)}});
   }
-  if (enabled > 0 && not_found == enabled) {
-    Log(LogLevel::kDebug, "slurm: no Slurm client commands on this host");
-    return Status::NoData("Slurm client commands not found");
-  }
+  state.last_success = now;
+  state.last_success_unix = now_unix;
+}
 
-  const bool up = state_[kSqueue].ok && state_[kSinfo].ok;
+void SlurmSchedulerCollector::LogFailures(bool up, const std::vector<std::pair<int, std::string>>& errors) {
   if (!up && was_up_) {
     for (const auto& [c, message] : errors) {
       Log(LogLevel::kWarn, "slurm: command failed; slurm_up is 0",
@@ -696,7 +665,9 @@ Status SlurmSchedulerCollector::Collect(std::vector<MetricFamily>& out) {
     }
   }
   was_up_ = up;
+}
 
+void SlurmSchedulerCollector::AppendFamilies(bool up, Clock::time_point now, std::vector<MetricFamily>& out) {
   MetricFamily f_up = NewFamily("gpuscope_slurm_up");
   AddSample(f_up, {}, up ? 1 : 0);
   MetricFamily f_error = NewFamily("gpuscope_slurm_error_info");
@@ -732,6 +703,49 @@ Status SlurmSchedulerCollector::Collect(std::vector<MetricFamily>& out) {
     out.push_back(std::move(*f));
   }
   for (MetricFamily& f : data) out.push_back(std::move(f));
+}
+
+Status SlurmSchedulerCollector::Collect(std::vector<MetricFamily>& out) {
+  const std::array<std::vector<std::string>, kCommandCount> argv = {{
+      {options_.squeue_path, "-h", "-r", "-o", std::string(kSqueueFormat)},
+      {options_.sinfo_path, "-N", "-h", "-O", std::string(kSinfoFormat)},
+      {options_.sdiag_path},
+      {options_.sshare_path, "-h", "-P", "-a", "-o", std::string(kSshareFields)},
+  }};
+  // All four at once: a cycle lasts at most one timeout even when slurmctld does not answer.
+  std::array<std::future<std::pair<CommandResult, double>>, kCommandCount> runs;
+  for (int c = 0; c < kCommandCount; ++c) {
+    if (!state_[c].enabled) continue;
+    runs[c] = std::async(std::launch::async, [this, args = argv[c]] {
+      Clock::time_point began = Clock::now();
+      CommandResult result = RunCommandWithTimeout(args, options_.timeout, options_.max_output_bytes);
+      return std::make_pair(std::move(result), std::chrono::duration<double>(Clock::now() - began).count());
+    });
+  }
+  const Clock::time_point now = Clock::now();
+  const double now_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::vector<std::pair<int, std::string>> errors;  // command, message
+  int not_found = 0;
+  int enabled = 0;
+  for (int c = 0; c < kCommandCount; ++c) {
+    if (!state_[c].enabled) continue;
+    ++enabled;
+    auto [run, seconds] = runs[c].get();
+    Record(static_cast<Command>(c), run, seconds, now, now_unix);
+    if (!state_[c].ok) {
+      if (state_[c].reason == "not_found") ++not_found;
+      errors.emplace_back(c, run.status.message());
+    }
+  }
+  if (enabled > 0 && not_found == enabled) {
+    Log(LogLevel::kDebug, "slurm: no Slurm client commands on this host");
+    return Status::NoData("Slurm client commands not found");
+  }
+
+  const bool up = state_[kSqueue].ok && state_[kSinfo].ok;
+  LogFailures(up, errors);
+  AppendFamilies(up, now, out);
   if (!up) {
     std::string why;
     for (const auto& [c, message] : errors) {

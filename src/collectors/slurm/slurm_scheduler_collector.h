@@ -30,11 +30,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/collector.h"
 
 namespace gpuscope {
+
+struct CommandResult;
 
 struct SlurmSchedulerOptions {
   std::string squeue_path = "squeue";  // each looked up in PATH when it has no '/'
@@ -78,6 +81,14 @@ class SlurmSchedulerCollector : public Collector {
   std::vector<MetricFamily> BuildSinfo(std::string_view text, uint64_t& rejected) const;
   std::vector<MetricFamily> BuildSdiag(std::string_view text, uint64_t& rejected) const;
   std::vector<MetricFamily> BuildSshare(std::string_view text, uint64_t& rejected) const;
+
+  // Records one command's run of this cycle in its state; its families are rebuilt when it succeeded.
+  void Record(Command c, const CommandResult& run, double seconds, std::chrono::steady_clock::time_point now,
+              double now_unix);
+  // Logs slurm_up's transitions (at warn/info) and failures that do not change it (at debug).
+  void LogFailures(bool up, const std::vector<std::pair<int, std::string>>& errors);
+  // The self-metrics of every enabled command, then the data families still fresh enough to serve.
+  void AppendFamilies(bool up, std::chrono::steady_clock::time_point now, std::vector<MetricFamily>& out);
 
   const SlurmSchedulerOptions options_;
   std::array<CommandState, kCommandCount> state_;

@@ -105,8 +105,43 @@ bool SampleLabelsValid(const Labels& labels) {
   return true;
 }
 
-void AppendFamily(const MetricFamily& family, ExpositionFormat format, std::string& out, RenderStats* stats) {
-  if (family.samples.empty()) return;
+// Appends the sample lines of a family called `family_name`.
+void AppendSamples(const std::vector<Sample>& samples, std::string_view family_name, std::string& out,
+                   RenderStats* stats) {
+  for (const Sample& sample : samples) {
+    if (!SampleLabelsValid(sample.labels)) {
+      if (stats) ++stats->skipped_samples;
+      continue;
+    }
+    out.append(family_name);
+    // A label with an empty value is the same as no label to Prometheus, so it is not written: a family
+    // keeps one label set in the model (e.g. hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's
+    // where the value is absent.
+    bool first = true;
+    for (const auto& [name, value] : sample.labels) {
+      if (value.empty()) continue;
+      out.push_back(first ? '{' : ',');
+      first = false;
+      out.append(name);
+      out.append("=\"");
+      AppendEscaped(value, /*escape_quote=*/true, out);
+      out.push_back('"');
+    }
+    if (!first) out.push_back('}');
+    out.push_back(' ');
+    AppendSampleValue(sample.value, out);
+    out.push_back('\n');
+  }
+}
+
+// Appends one family made of `parts`: families of the same name (one per source that has it), announced
+// with the first one's HELP/TYPE/UNIT and rendered with the samples of all, as if merged.
+void AppendFamily(std::span<const MetricFamily* const> parts, ExpositionFormat format, std::string& out,
+                  RenderStats* stats) {
+  const MetricFamily& family = *parts.front();
+  bool any_samples = false;
+  for (const MetricFamily* part : parts) any_samples = any_samples || !part->samples.empty();
+  if (!any_samples) return;
   if (!IsValidMetricName(family.name)) {
     if (stats) ++stats->skipped_families;
     return;
@@ -135,45 +170,18 @@ void AppendFamily(const MetricFamily& family, ExpositionFormat format, std::stri
     out.append(family.unit);
     out.push_back('\n');
   }
-  for (const Sample& sample : family.samples) {
-    if (!SampleLabelsValid(sample.labels)) {
-      if (stats) ++stats->skipped_samples;
-      continue;
-    }
-    out.append(family.name);
-    // A label with an empty value is the same as no label to Prometheus, so it is not written: a family
-    // keeps one label set in the model (e.g. hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's
-    // where the value is absent.
-    bool first = true;
-    for (const auto& [name, value] : sample.labels) {
-      if (value.empty()) continue;
-      out.push_back(first ? '{' : ',');
-      first = false;
-      out.append(name);
-      out.append("=\"");
-      AppendEscaped(value, /*escape_quote=*/true, out);
-      out.push_back('"');
-    }
-    if (!first) out.push_back('}');
-    out.push_back(' ');
-    AppendSampleValue(sample.value, out);
-    out.push_back('\n');
-  }
+  for (const MetricFamily* part : parts) AppendSamples(part->samples, family.name, out, stats);
 }
 
 // A rough per-sample size, so that one reserve() usually suffices.
-size_t EstimateSize(std::span<const MetricFamily> families) {
-  size_t total = 0;
-  for (const MetricFamily& family : families) {
-    total += 2 * family.name.size() + family.help.size() + 32;
-    size_t per_sample = family.name.size() + 24;
-    if (!family.samples.empty()) {
-      for (const auto& [name, value] : family.samples.front().labels)
-        per_sample += name.size() + value.size() + 4;
-    }
-    total += per_sample * family.samples.size();
+size_t EstimateSize(const MetricFamily& family) {
+  size_t total = 2 * family.name.size() + family.help.size() + 32;
+  size_t per_sample = family.name.size() + 24;
+  if (!family.samples.empty()) {
+    for (const auto& [name, value] : family.samples.front().labels)
+      per_sample += name.size() + value.size() + 4;
   }
-  return total;
+  return total + per_sample * family.samples.size();
 }
 
 }  // namespace
@@ -205,8 +213,13 @@ void AppendSampleValue(double value, std::string& out) {
 
 void AppendFamilies(std::span<const MetricFamily> families, ExpositionFormat format, std::string& out,
                     RenderStats* stats) {
-  out.reserve(out.size() + EstimateSize(families));
-  for (const MetricFamily& family : families) AppendFamily(family, format, out, stats);
+  size_t size = 0;
+  for (const MetricFamily& family : families) size += EstimateSize(family);
+  out.reserve(out.size() + size);
+  for (const MetricFamily& family : families) {
+    const MetricFamily* part = &family;
+    AppendFamily({&part, 1}, format, out, stats);
+  }
 }
 
 void FinishExposition(ExpositionFormat format, std::string& out) {
@@ -214,8 +227,16 @@ void FinishExposition(ExpositionFormat format, std::string& out) {
 }
 
 std::string RenderSnapshot(const Snapshot& snapshot, ExpositionFormat format, RenderStats* stats) {
+  std::span<const MetricFamily* const> families = snapshot.families();
+  size_t size = 0;
+  for (const MetricFamily* family : families) size += EstimateSize(*family);
   std::string out;
-  AppendFamilies(snapshot.families, format, out, stats);
+  out.reserve(size);
+  // Families of one name are adjacent: each run renders as one family.
+  for (size_t begin = 0, end = 0; begin < families.size(); begin = end) {
+    for (end = begin + 1; end < families.size() && families[end]->name == families[begin]->name;) ++end;
+    AppendFamily(families.subspan(begin, end - begin), format, out, stats);
+  }
   FinishExposition(format, out);
   return out;
 }

@@ -36,7 +36,8 @@ void AppendFamilies(std::span<const MetricFamily> families, ExpositionFormat for
 // Appends the format's terminator: "# EOF\n" for OpenMetrics, nothing for text 0.0.4.
 void FinishExposition(ExpositionFormat format, std::string& out);
 
-// Renders a whole snapshot, terminator included. `stats` may be null.
+// Renders a whole snapshot, terminator included; adjacent families of one name render as one family
+// (HELP/TYPE/UNIT of the first, samples of all). `stats` may be null.
 std::string RenderSnapshot(const Snapshot& snapshot, ExpositionFormat format, RenderStats* stats);
 
 // Appends a sample value: integral values below 2^53 without exponent, otherwise the shortest

@@ -34,10 +34,10 @@ void RenderCache::Insert(Entry entry) {
 
 std::shared_ptr<const std::string> RenderCache::Get(const Snapshot& snapshot, ExpositionFormat format,
                                                     bool gzip) {
-  if (auto body = Find(snapshot.version, format, gzip)) return body;
+  if (auto body = Find(snapshot.version(), format, gzip)) return body;
   MutexLock render_lock(&render_mu_);
-  if (auto body = Find(snapshot.version, format, gzip)) return body;  // rendered while we waited
-  std::shared_ptr<const std::string> plain = Find(snapshot.version, format, false);
+  if (auto body = Find(snapshot.version(), format, gzip)) return body;  // rendered while we waited
+  std::shared_ptr<const std::string> plain = Find(snapshot.version(), format, false);
   if (!plain) {
     RenderStats stats;
     plain = std::make_shared<const std::string>(RenderSnapshot(snapshot, format, &stats));
@@ -45,12 +45,12 @@ std::shared_ptr<const std::string> RenderCache::Get(const Snapshot& snapshot, Ex
       MutexLock lock(&mu_);
       last_stats_ = stats;
     }
-    Insert(Entry{snapshot.version, format, false, plain});
+    Insert(Entry{snapshot.version(), format, false, plain});
   }
   if (!gzip) return plain;
   auto compressed = std::make_shared<std::string>();
   if (!GzipCompress(*plain, *compressed)) return nullptr;
-  Insert(Entry{snapshot.version, format, true, compressed});
+  Insert(Entry{snapshot.version(), format, true, compressed});
   return compressed;
 }
 

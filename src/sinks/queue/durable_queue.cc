@@ -198,33 +198,9 @@ Status DurableQueue::Recover() {
           {{"path", path}, {"consumer", name}});
     }
   }
-
-  // Segments, and checkpoints of consumers no longer configured (plus the old single-consumer
-  // "checkpoint" and leftover temporary files): those are removed so they cannot pin segments.
   std::vector<uint64_t> seqs;
-  std::vector<std::string> stale_checkpoints;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(options_.directory, ec)) {
-    const std::string name = entry.path().filename().string();
-    uint64_t seq = 0;
-    if (ParseSegmentName(name, &seq)) {
-      seqs.push_back(seq);
-      continue;
-    }
-    if (name.rfind(kCheckpointPrefix, 0) != 0) continue;
-    const std::string prefix = std::string(kCheckpointPrefix) + "-";
-    const bool configured = name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-                            std::find(options_.consumers.begin(), options_.consumers.end(),
-                                      name.substr(prefix.size())) != options_.consumers.end();
-    if (!configured) stale_checkpoints.push_back(entry.path().string());
-  }
-  if (ec)
-    return Status::Unavailable("cannot list queue directory " + options_.directory + ": " + ec.message());
-  std::sort(seqs.begin(), seqs.end());
-  for (const std::string& path : stale_checkpoints) {
-    Log(LogLevel::kInfo, "queue consumer no longer configured; its checkpoint removed", {{"path", path}});
-    ::unlink(path.c_str());
-  }
+  Status listed = ListSegmentsRemovingStaleCheckpoints(&seqs);
+  if (!listed.ok()) return listed;
 
   // Segments before every known position were consumed before a crash interrupted their deletion. With
   // an unreadable checkpoint nothing is known to be consumed: keep everything (duplicates, never loss).
@@ -244,55 +220,13 @@ Status DurableQueue::Recover() {
   // Where the corrupt stretches of each loaded segment start, to count them per consumer below.
   std::vector<std::vector<uint64_t>> bad_offsets;
   for (size_t i = 0; i < seqs.size(); ++i) {
-    const uint64_t seq = seqs[i];
-    const std::string path = SegmentPath(seq);
-    if (seq < floor_seq) {
-      ::unlink(path.c_str());
+    if (seqs[i] < floor_seq) {
+      ::unlink(SegmentPath(seqs[i]).c_str());
       continue;
     }
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return Status::Unavailable(ErrnoText("cannot open queue segment", path));
-    struct stat stbuf;
-    if (::fstat(fd, &stbuf) != 0) {
-      ::close(fd);
-      return Status::Unavailable(ErrnoText("cannot stat queue segment", path));
-    }
-    std::string bytes(static_cast<size_t>(stbuf.st_size), '\0');
-    if (!bytes.empty() && !ReadAll(fd, bytes.data(), bytes.size(), 0)) {
-      ::close(fd);
-      return Status::Unavailable(ErrnoText("cannot read queue segment", path));
-    }
-    const bool last = i + 1 == seqs.size();
-    QueueScanResult scan =
-        ScanQueueRecords(bytes, last ? QueueScanMode::kStopAtFirstBad : QueueScanMode::kSkipBad);
-    Segment seg;
-    seg.seq = seq;
-    seg.fd = fd;
-    seg.size = bytes.size();
-    if (last && scan.valid_end < bytes.size()) {
-      // Torn or corrupt tail of the segment being written: cut it so new appends follow valid records.
-      if (::ftruncate(fd, static_cast<off_t>(scan.valid_end)) != 0) {
-        ::close(fd);
-        return Status::Unavailable(ErrnoText("cannot truncate queue segment", path));
-      }
-      seg.size = scan.valid_end;
-      Log(LogLevel::kWarn, "queue segment had a torn or corrupt tail; cut", {{"path", path}});
-    }
-    // A bad stretch starts where the previous valid record ends (ScanQueueRecords counts it there).
-    std::vector<uint64_t> bad;
-    uint64_t prev_end = 0;
-    seg.records.reserve(scan.records.size());
-    for (const QueueRecordView& r : scan.records) {
-      if (r.offset != prev_end) bad.push_back(prev_end);
-      prev_end = r.offset + r.encoded_size();
-      seg.records.push_back({r.offset, static_cast<uint32_t>(r.payload.size()), r.append_time_ms});
-    }
-    if (scan.stop_reason != QueueRecordStatus::kEnd) bad.push_back(scan.valid_end);
-    bad_offsets.push_back(std::move(bad));
-    total_bytes_ += seg.size;
-    segments_.push_back(std::move(seg));
+    Status st = LoadSegment(seqs[i], /*last=*/i + 1 == seqs.size(), &bad_offsets.emplace_back());
+    if (!st.ok()) return st;
   }
-
   if (segments_.empty()) {
     // Past every recorded position, so no checkpoint points into the new segment.
     Status st = OpenNewSegment(max_seq + 1);
@@ -300,34 +234,11 @@ Status DurableQueue::Recover() {
     bad_offsets.emplace_back();
   }
 
-  // Each consumer's cursor: its checkpoint, or the oldest retained record. A checkpoint before the first
-  // segment (dropped when full) also means the oldest retained record.
   for (size_t c = 0; c < options_.consumers.size(); ++c) {
-    Consumer consumer;
-    consumer.name = options_.consumers[c];
-    consumer.ack = {segments_.front().seq, 0};
-    uint64_t ck_offset = 0;  // byte position of consumer.ack within its segment
     const CheckpointFile& ck = checkpoints[c];
-    if (ck.state == CheckpointFile::kValid && ck.seq >= segments_.front().seq) {
-      consumer.ack = {segments_.back().seq, segments_.back().records.size()};  // past every segment
-      ck_offset = UINT64_MAX;
-      for (const Segment& seg : segments_) {
-        if (seg.seq < ck.seq) continue;
-        ck_offset = seg.seq == ck.seq ? ck.offset : 0;
-        size_t index = 0;
-        while (index < seg.records.size() && seg.records[index].offset < ck_offset) ++index;
-        consumer.ack = {seg.seq, index};
-        break;
-      }
-    }
-    // Corrupt records this consumer had not yet passed are lost to it.
-    for (size_t s = 0; s < segments_.size(); ++s) {
-      if (segments_[s].seq < consumer.ack.seq) continue;
-      for (uint64_t offset : bad_offsets[s]) {
-        if (segments_[s].seq > consumer.ack.seq || offset >= ck_offset) ++consumer.dropped_corrupt;
-      }
-    }
-    consumers_.push_back(std::move(consumer));
+    std::optional<std::pair<uint64_t, uint64_t>> position;
+    if (ck.state == CheckpointFile::kValid) position.emplace(ck.seq, ck.offset);
+    consumers_.push_back(RestoreConsumer(options_.consumers[c], position, bad_offsets));
   }
 
   // Persist the position of consumers that had none, so a crash cannot let the others' checkpoints
@@ -339,6 +250,110 @@ Status DurableQueue::Recover() {
   }
   Normalize();
   return Status::Ok();
+}
+
+Status DurableQueue::ListSegmentsRemovingStaleCheckpoints(std::vector<uint64_t>* seqs) const {
+  // Checkpoints of consumers no longer configured (plus the old single-consumer "checkpoint" and
+  // leftover temporary files) are removed so they cannot pin segments.
+  std::vector<std::string> stale_checkpoints;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    uint64_t seq = 0;
+    if (ParseSegmentName(name, &seq)) {
+      seqs->push_back(seq);
+      continue;
+    }
+    if (name.rfind(kCheckpointPrefix, 0) != 0) continue;
+    const std::string prefix = std::string(kCheckpointPrefix) + "-";
+    const bool configured = name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+                            std::find(options_.consumers.begin(), options_.consumers.end(),
+                                      name.substr(prefix.size())) != options_.consumers.end();
+    if (!configured) stale_checkpoints.push_back(entry.path().string());
+  }
+  if (ec)
+    return Status::Unavailable("cannot list queue directory " + options_.directory + ": " + ec.message());
+  std::sort(seqs->begin(), seqs->end());
+  for (const std::string& path : stale_checkpoints) {
+    Log(LogLevel::kInfo, "queue consumer no longer configured; its checkpoint removed", {{"path", path}});
+    ::unlink(path.c_str());
+  }
+  return Status::Ok();
+}
+
+Status DurableQueue::LoadSegment(uint64_t seq, bool last, std::vector<uint64_t>* bad_offsets) {
+  const std::string path = SegmentPath(seq);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status::Unavailable(ErrnoText("cannot open queue segment", path));
+  struct stat stbuf;
+  if (::fstat(fd, &stbuf) != 0) {
+    ::close(fd);
+    return Status::Unavailable(ErrnoText("cannot stat queue segment", path));
+  }
+  std::string bytes(static_cast<size_t>(stbuf.st_size), '\0');
+  if (!bytes.empty() && !ReadAll(fd, bytes.data(), bytes.size(), 0)) {
+    ::close(fd);
+    return Status::Unavailable(ErrnoText("cannot read queue segment", path));
+  }
+  QueueScanResult scan =
+      ScanQueueRecords(bytes, last ? QueueScanMode::kStopAtFirstBad : QueueScanMode::kSkipBad);
+  Segment seg;
+  seg.seq = seq;
+  seg.fd = fd;
+  seg.size = bytes.size();
+  if (last && scan.valid_end < bytes.size()) {
+    // Torn or corrupt tail of the segment being written: cut it so new appends follow valid records.
+    if (::ftruncate(fd, static_cast<off_t>(scan.valid_end)) != 0) {
+      ::close(fd);
+      return Status::Unavailable(ErrnoText("cannot truncate queue segment", path));
+    }
+    seg.size = scan.valid_end;
+    Log(LogLevel::kWarn, "queue segment had a torn or corrupt tail; cut", {{"path", path}});
+  }
+  // A bad stretch starts where the previous valid record ends (ScanQueueRecords counts it there).
+  uint64_t prev_end = 0;
+  seg.records.reserve(scan.records.size());
+  for (const QueueRecordView& r : scan.records) {
+    if (r.offset != prev_end) bad_offsets->push_back(prev_end);
+    prev_end = r.offset + r.encoded_size();
+    seg.records.push_back({r.offset, static_cast<uint32_t>(r.payload.size()), r.append_time_ms});
+  }
+  if (scan.stop_reason != QueueRecordStatus::kEnd) bad_offsets->push_back(scan.valid_end);
+  total_bytes_ += seg.size;
+  segments_.push_back(std::move(seg));
+  return Status::Ok();
+}
+
+DurableQueue::Consumer DurableQueue::RestoreConsumer(
+    const std::string& name, std::optional<std::pair<uint64_t, uint64_t>> checkpoint,
+    const std::vector<std::vector<uint64_t>>& bad_offsets) const {
+  // Its checkpoint, or the oldest retained record. A checkpoint before the first segment (dropped when
+  // full) also means the oldest retained record.
+  Consumer consumer;
+  consumer.name = name;
+  consumer.ack = {segments_.front().seq, 0};
+  uint64_t ck_offset = 0;  // byte position of consumer.ack within its segment
+  if (checkpoint && checkpoint->first >= segments_.front().seq) {
+    const auto [ck_seq, offset] = *checkpoint;
+    consumer.ack = {segments_.back().seq, segments_.back().records.size()};  // past every segment
+    ck_offset = UINT64_MAX;
+    for (const Segment& seg : segments_) {
+      if (seg.seq < ck_seq) continue;
+      ck_offset = seg.seq == ck_seq ? offset : 0;
+      size_t index = 0;
+      while (index < seg.records.size() && seg.records[index].offset < ck_offset) ++index;
+      consumer.ack = {seg.seq, index};
+      break;
+    }
+  }
+  // Corrupt records this consumer had not yet passed are lost to it.
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    if (segments_[s].seq < consumer.ack.seq) continue;
+    for (uint64_t offset : bad_offsets[s]) {
+      if (segments_[s].seq > consumer.ack.seq || offset >= ck_offset) ++consumer.dropped_corrupt;
+    }
+  }
+  return consumer;
 }
 
 Status DurableQueue::OpenNewSegment(uint64_t seq) {

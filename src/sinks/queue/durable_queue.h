@@ -22,8 +22,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/core/metric.h"
@@ -125,6 +127,15 @@ class DurableQueue {
 
   explicit DurableQueue(DurableQueueOptions options);
   Status Recover() REQUIRES(mu_);
+  // The segment numbers in the directory, sorted; removes checkpoints of consumers not configured.
+  Status ListSegmentsRemovingStaleCheckpoints(std::vector<uint64_t>* seqs) const;
+  // Opens and indexes one segment into segments_ (the last one's torn tail cut); `bad_offsets` gets
+  // where its corrupt stretches start.
+  Status LoadSegment(uint64_t seq, bool last, std::vector<uint64_t>* bad_offsets) REQUIRES(mu_);
+  // A consumer's cursor from its checkpoint (segment, byte offset), when it has a valid one, with the
+  // corrupt records it had not passed counted as dropped.
+  Consumer RestoreConsumer(const std::string& name, std::optional<std::pair<uint64_t, uint64_t>> checkpoint,
+                           const std::vector<std::vector<uint64_t>>& bad_offsets) const REQUIRES(mu_);
   Status OpenNewSegment(uint64_t seq) REQUIRES(mu_);
   Status WriteCheckpoint(const Consumer& consumer) REQUIRES(mu_);
   void Normalize() REQUIRES(mu_);  // moves cursors past fully read sealed segments, deletes passed ones

@@ -93,11 +93,9 @@ std::map<std::string, double> Values(const std::vector<MetricFamily>& families, 
 }
 
 std::string Render(std::vector<MetricFamily> families) {
-  Snapshot snapshot;
-  snapshot.families = std::move(families);
-  std::sort(snapshot.families.begin(), snapshot.families.end(),
+  std::sort(families.begin(), families.end(),
             [](const MetricFamily& a, const MetricFamily& b) { return a.name < b.name; });
-  return RenderSnapshot(snapshot, ExpositionFormat::kText004, nullptr);
+  return RenderSnapshot(Snapshot::Of(std::move(families)), ExpositionFormat::kText004, nullptr);
 }
 
 TEST(HostCollector, FixtureNodeRendersAsTheGoldenFile) {

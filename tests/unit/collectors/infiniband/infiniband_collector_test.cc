@@ -299,11 +299,10 @@ TEST(InfinibandCollector, EveryEmittedFamilyIsDescribedWithItsLabels) {
 }
 
 std::string RenderFixture() {
-  Snapshot snapshot;
-  snapshot.families = CollectFrom(GPUSCOPE_IB_FIXTURE);
-  std::sort(snapshot.families.begin(), snapshot.families.end(),
+  std::vector<MetricFamily> families = CollectFrom(GPUSCOPE_IB_FIXTURE);
+  std::sort(families.begin(), families.end(),
             [](const MetricFamily& a, const MetricFamily& b) { return a.name < b.name; });
-  return RenderSnapshot(snapshot, ExpositionFormat::kText004, nullptr);
+  return RenderSnapshot(Snapshot::Of(std::move(families)), ExpositionFormat::kText004, nullptr);
 }
 
 TEST(InfinibandCollector, FixtureMatchesGoldenExposition) {

@@ -93,10 +93,8 @@ std::string Render(std::vector<MetricFamily> families, bool drop_volatile) {
   }
   std::sort(families.begin(), families.end(),
             [](const MetricFamily& a, const MetricFamily& b) { return a.name < b.name; });
-  Snapshot snapshot;
-  snapshot.families = std::move(families);
   RenderStats stats;
-  std::string text = RenderSnapshot(snapshot, ExpositionFormat::kText004, &stats);
+  std::string text = RenderSnapshot(Snapshot::Of(std::move(families)), ExpositionFormat::kText004, &stats);
   EXPECT_EQ(stats.skipped_families, 0u);
   EXPECT_EQ(stats.skipped_samples, 0u);
   return text;

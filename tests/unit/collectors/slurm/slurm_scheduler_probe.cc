@@ -68,12 +68,13 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(interval);
       std::cout << "# cycle " << cycle << "\n";
     }
-    Snapshot snapshot;
+    std::vector<MetricFamily> families;
     auto began = std::chrono::steady_clock::now();
-    Status status = collector.Collect(snapshot.families);
+    Status status = collector.Collect(families);
     auto elapsed =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-    std::cout << RenderSnapshot(snapshot, ExpositionFormat::kText004, nullptr) << std::flush;
+    std::cout << RenderSnapshot(Snapshot::Of(std::move(families)), ExpositionFormat::kText004, nullptr)
+              << std::flush;
     std::cerr << "cycle=" << cycle << " status=" << status.ToString() << " elapsed_ms=" << elapsed.count()
               << std::endl;
   }

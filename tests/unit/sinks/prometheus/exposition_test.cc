@@ -9,6 +9,8 @@
 #include <fstream>
 #include <limits>
 
+#include "src/core/snapshot.h"
+
 namespace gpuscope {
 namespace {
 
@@ -19,9 +21,7 @@ MetricFamily Family(std::string name, MetricType type, std::string help, std::ve
 
 std::string Render(std::vector<MetricFamily> families, ExpositionFormat format,
                    RenderStats* stats = nullptr) {
-  Snapshot snapshot;
-  snapshot.families = std::move(families);
-  return RenderSnapshot(snapshot, format, stats);
+  return RenderSnapshot(Snapshot::Of(std::move(families)), format, stats);
 }
 
 std::string Value(double v) {
@@ -55,6 +55,19 @@ TEST(PrometheusExposition, RendersTextFormatWithOneHelpAndTypePerFamily) {
             "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
             "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-a\"} 45\n"
             "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\",UUID=\"GPU-b\"} 47\n");
+}
+
+TEST(PrometheusExposition, FamiliesOfOneNameFromSeveralSourcesRenderAsOneFamily) {
+  SnapshotStore store;
+  store.Update("a", {Family("m", MetricType::kGauge, "from a", {{{{"src", "a"}}, 1}}),
+                     Family("n", MetricType::kGauge, "", {{{{"src", "a"}}, 3}})});
+  store.Update("b", {Family("m", MetricType::kGauge, "from b", {{{{"src", "b"}}, 2}})});
+  std::string text = RenderSnapshot(*store.Current(), ExpositionFormat::kText004, nullptr);
+  // One HELP/TYPE for "m" (the first source's), then the samples of both sources.
+  const std::string a_first = "# HELP m from a\n# TYPE m gauge\nm{src=\"a\"} 1\nm{src=\"b\"} 2\n";
+  const std::string b_first = "# HELP m from b\n# TYPE m gauge\nm{src=\"b\"} 2\nm{src=\"a\"} 1\n";
+  const std::string n = "# TYPE n gauge\nn{src=\"a\"} 3\n";
+  EXPECT_TRUE(text == a_first + n || text == b_first + n) << text;
 }
 
 TEST(PrometheusExposition, EscapesHelpAndLabelValues) {

@@ -1,0 +1,235 @@
+// NVML entry points for GPM (GPU performance monitoring): samples of the activity integrals, for the GPU
+// or one MIG instance, and metrics computed between two samples.
+//
+// Thread-safety: every entry point may be called from any thread; the set of allocated samples has its
+// own mutex.
+#include <set>
+
+#include "sim/nvml_entry.h"
+#include "src/core/mutex.h"
+
+using gpuscope::sim::GpuState;
+using gpuscope::sim::nvml::Call;
+using gpuscope::sim::nvml::Current;
+using gpuscope::sim::nvml::OnDevice;
+using gpuscope::sim::nvml::Scope;
+
+using gpuscope::sim::ActivityIntegrals;
+
+// A GPM sample: the simulated time and the activity integrals (already scaled to the GPU or the MIG
+// instance) when it was taken, plus the instantaneous activity for zero-length intervals.
+struct nvmlGpmSample_st {
+  bool taken = false;
+  unsigned gpu = 0;
+  int mig = -1;
+  double t = 0;
+  ActivityIntegrals integrals;
+  ActivityIntegrals rates;  // per second, at t
+};
+
+namespace {
+
+gpuscope::Mutex g_samples_mu;
+std::set<nvmlGpmSample_st*> g_samples GUARDED_BY(g_samples_mu);
+
+ActivityIntegrals Scaled(ActivityIntegrals a, double f) {
+  for (double* v : {&a.util, &a.sm_active, &a.occupancy, &a.tensor, &a.dram, &a.fp64, &a.fp32, &a.fp16,
+                    &a.integer, &a.pcie_tx_bytes, &a.pcie_rx_bytes, &a.nvlink_tx_bytes, &a.nvlink_rx_bytes}) {
+    *v *= f;
+  }
+  return a;
+}
+
+nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sample) {
+  {
+    gpuscope::MutexLock lock(&g_samples_mu);
+    if (g_samples.count(sample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (!c.config().model->gpm) return NVML_ERROR_NOT_SUPPORTED;
+  const GpuState st = c.State();
+  nvmlGpmSample_st& s = *sample;
+  s.taken = true;
+  s.gpu = c.gpu;
+  s.mig = mig;
+  s.t = st.t;
+  s.integrals = Scaled(st.integrals, scale);
+  const gpuscope::sim::Activity& r = st.raw;
+  double nvlink_bytes_per_s = 0;
+  for (unsigned l = 0; l < c.config().model->nvlinks; ++l) nvlink_bytes_per_s += st.nvlink_kibps[l] * 1024;
+  const double share_inv = st.mig_share > 0 ? 1 / st.mig_share : 0;
+  ActivityIntegrals rates{r.util,
+                          r.sm_active,
+                          r.occupancy,
+                          r.tensor,
+                          r.dram,
+                          r.fp64,
+                          r.fp32,
+                          r.fp16,
+                          r.integer,
+                          st.pcie_tx_kibps * 1024 * share_inv,
+                          st.pcie_rx_kibps * 1024 * share_inv,
+                          nvlink_bytes_per_s * share_inv,
+                          nvlink_bytes_per_s * 0.98 * share_inv};
+  s.rates = Scaled(rates, scale);
+  return NVML_SUCCESS;
+}
+
+struct MetricInfo {
+  unsigned id;
+  const char* short_name;
+  const char* unit;
+};
+
+char* Text(const char* s) { return const_cast<char*>(s); }  // NVML's struct has char*; callers only read
+
+}  // namespace
+
+extern "C" {
+
+SIM_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  return OnDevice(device, Scope::kGpuOnly, [&](Call& c) {
+    if (support == nullptr || support->version != NVML_GPM_SUPPORT_VERSION)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    support->isSupportedDevice = c.config().model->gpm ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+SIM_EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  if (!Current()) return NVML_ERROR_UNINITIALIZED;
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  auto* s = new nvmlGpmSample_st();
+  gpuscope::MutexLock lock(&g_samples_mu);
+  g_samples.insert(s);
+  *sample = s;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  gpuscope::MutexLock lock(&g_samples_mu);
+  if (g_samples.erase(sample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  delete sample;
+  return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  return OnDevice(device, Scope::kGpuOnly,
+                  [&](Call& c) { return TakeSample(c, -1, gpuscope::sim::MigShare(c.config()), sample); });
+}
+
+SIM_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id,
+                                            nvmlGpmSample_t sample) {
+  return OnDevice(device, Scope::kGpuOnly, [&](Call& c) {
+    const auto& mig = c.config().mig;
+    for (size_t i = 0; i < mig.size(); ++i) {
+      if (mig[i].gpu_instance_id == gpu_instance_id)
+        return TakeSample(c, static_cast<int>(i), mig[i].load, sample);
+    }
+    return c.config().model->gpm ? NVML_ERROR_NOT_FOUND : NVML_ERROR_NOT_SUPPORTED;
+  });
+}
+
+SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
+  if (!Current()) return NVML_ERROR_UNINITIALIZED;
+  if (metrics_get == nullptr || metrics_get->version != NVML_GPM_METRICS_GET_VERSION ||
+      metrics_get->numMetrics > NVML_GPM_METRIC_MAX) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  nvmlGpmSample_st s1;
+  nvmlGpmSample_st s2;
+  {
+    gpuscope::MutexLock lock(&g_samples_mu);
+    if (g_samples.count(metrics_get->sample1) == 0 || g_samples.count(metrics_get->sample2) == 0) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    s1 = *metrics_get->sample1;
+    s2 = *metrics_get->sample2;
+  }
+  if (!s1.taken || !s2.taken || s1.gpu != s2.gpu || s1.mig != s2.mig) return NVML_ERROR_INVALID_ARGUMENT;
+  // Over the interval between the samples; for two samples at the same instant (frozen time), the
+  // instantaneous rates.
+  const double dt = s2.t - s1.t;
+  auto rate = [&](double ActivityIntegrals::*field) {
+    return dt != 0 ? (s2.integrals.*field - s1.integrals.*field) / dt : s2.rates.*field;
+  };
+  constexpr double kMiB = 1024.0 * 1024;
+  static const MetricInfo kInfo[] = {
+      {NVML_GPM_METRIC_GRAPHICS_UTIL, "gr_util", "%"},
+      {NVML_GPM_METRIC_SM_UTIL, "sm_util", "%"},
+      {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy", "%"},
+      {NVML_GPM_METRIC_INTEGER_UTIL, "integer_util", "%"},
+      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util", "%"},
+      {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util", "%"},
+      {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util", "%"},
+      {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util", "%"},
+      {NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_bw_util", "%"},
+      {NVML_GPM_METRIC_FP64_UTIL, "fp64_util", "%"},
+      {NVML_GPM_METRIC_FP32_UTIL, "fp32_util", "%"},
+      {NVML_GPM_METRIC_FP16_UTIL, "fp16_util", "%"},
+      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, "pcie_tx", "MiB/sec"},
+      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, "pcie_rx", "MiB/sec"},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, "nvlink_total_rx", "MiB/sec"},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, "nvlink_total_tx", "MiB/sec"},
+  };
+  for (unsigned i = 0; i < metrics_get->numMetrics; ++i) {
+    nvmlGpmMetric_t& metric = metrics_get->metrics[i];
+    metric.nvmlReturn = NVML_SUCCESS;
+    metric.value = 0;
+    metric.metricInfo = {};
+    switch (metric.metricId) {
+      case NVML_GPM_METRIC_GRAPHICS_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::util);
+        break;
+      case NVML_GPM_METRIC_SM_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::sm_active);
+        break;
+      case NVML_GPM_METRIC_SM_OCCUPANCY:
+        metric.value = 100 * rate(&ActivityIntegrals::occupancy);
+        break;
+      case NVML_GPM_METRIC_INTEGER_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::integer);
+        break;
+      case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+      case NVML_GPM_METRIC_HMMA_TENSOR_UTIL:  // the simulated workloads use half-precision tensor cores
+        metric.value = 100 * rate(&ActivityIntegrals::tensor);
+        break;
+      case NVML_GPM_METRIC_DFMA_TENSOR_UTIL:
+      case NVML_GPM_METRIC_IMMA_TENSOR_UTIL:
+        break;
+      case NVML_GPM_METRIC_DRAM_BW_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::dram);
+        break;
+      case NVML_GPM_METRIC_FP64_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::fp64);
+        break;
+      case NVML_GPM_METRIC_FP32_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::fp32);
+        break;
+      case NVML_GPM_METRIC_FP16_UTIL:
+        metric.value = 100 * rate(&ActivityIntegrals::fp16);
+        break;
+      case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
+        metric.value = rate(&ActivityIntegrals::pcie_tx_bytes) / kMiB;
+        break;
+      case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
+        metric.value = rate(&ActivityIntegrals::pcie_rx_bytes) / kMiB;
+        break;
+      case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+        metric.value = rate(&ActivityIntegrals::nvlink_rx_bytes) / kMiB;
+        break;
+      case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+        metric.value = rate(&ActivityIntegrals::nvlink_tx_bytes) / kMiB;
+        break;
+      default:
+        metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        continue;
+    }
+    for (const MetricInfo& info : kInfo) {
+      if (info.id == metric.metricId)
+        metric.metricInfo = {Text(info.short_name), Text(info.short_name), Text(info.unit)};
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"
