@@ -4,10 +4,7 @@
 #include <chrono>
 
 #include "src/core/log.h"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "src/platform/memory.h"
 
 namespace gpuscope {
 namespace {
@@ -112,11 +109,9 @@ void Scheduler::RunCycle(size_t index) {
     }
   }
   PublishSelfMetrics();
-#if defined(__GLIBC__)
   // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
-  // memory reflects what the agent holds, not its high-water mark (costs ~0.1 ms per cycle).
-  malloc_trim(0);
-#endif
+  // memory reflects what the agent holds, not its high-water mark.
+  ReleaseFreedMemory();
   cv_.NotifyAll();
 }
 
