@@ -17,6 +17,7 @@
 #include "src/parsers/pcie_link.h"
 #include "src/parsers/proc_placement.h"
 #include "src/parsers/psi.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -40,11 +41,6 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
   }
   close(fd);
   return content;
-}
-
-std::string Trim(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  return std::string(text);
 }
 
 // One end of a PCIe link as its sysfs attributes describe it; unset fields were missing or unparsable.
@@ -158,7 +154,7 @@ std::vector<Gpu> FindGpus(const std::string& sysfs, bool upstream) {
     gpu.pci_bus_id = *pci_bus_id;
     gpu.numa_node = "-1";
     if (auto text = ReadSmallFile((dir / "numa_node").string())) {
-      std::string node = Trim(*text);
+      std::string node(text::Trim(*text));
       if (!node.empty()) gpu.numa_node = node;
     }
     if (auto text = ReadSmallFile((dir / "local_cpulist").string())) {

@@ -14,6 +14,7 @@
 
 #include "src/core/log.h"
 #include "src/parsers/ib_sysfs.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -197,9 +198,7 @@ std::optional<std::string> ReadAttribute(const fs::path& path) {
 
 std::string TrimmedOr(const std::optional<std::string>& content, std::string_view fallback) {
   if (!content) return std::string(fallback);
-  std::string_view s = *content;
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  std::string_view s = text::Trim(*content);
   if (s.empty()) return std::string(fallback);
   return std::string(s);
 }
