@@ -5,22 +5,15 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "src/core/version.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 MetricFamily Single(const MetricDescription& d, double value) {
   MetricFamily family{d.name, d.help, d.type, d.unit, {}};
@@ -74,7 +67,7 @@ const std::vector<MetricDescription>& Descriptions() {
 }  // namespace
 
 ProcessCollector::ProcessCollector(std::string self_dir) : self_dir_(std::move(self_dir)) {
-  std::istringstream stat(ReadFile("/proc/stat"));
+  std::istringstream stat(ReadWholeFile("/proc/stat").value_or(""));
   std::string line;
   while (std::getline(stat, line)) {
     if (line.starts_with("btime ")) boot_time_seconds_ = std::stod(line.substr(6));
@@ -92,7 +85,7 @@ Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
                                 {"compiler", std::string(Compiler())}},
                                1.0}}});
 
-  std::string stat = ReadFile(self_dir_ + "/stat");
+  std::string stat = ReadWholeFile(self_dir_ + "/stat").value_or("");
   // The command name is in parentheses and may hold spaces: fields start after the last ')'.
   auto close = stat.rfind(')');
   if (close == std::string::npos) return Status::Unavailable("cannot parse " + self_dir_ + "/stat");
