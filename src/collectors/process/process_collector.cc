@@ -4,12 +4,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "src/core/version.h"
+#include "src/parsers/proc_stat.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -85,27 +85,12 @@ Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
                                 {"compiler", std::string(Compiler())}},
                                1.0}}});
 
-  std::string stat = ReadWholeFile(self_dir_ + "/stat").value_or("");
-  // The command name is in parentheses and may hold spaces: fields start after the last ')'.
-  auto close = stat.rfind(')');
-  if (close == std::string::npos) return Status::Unavailable("cannot parse " + self_dir_ + "/stat");
-  std::vector<std::string_view> fields;
-  std::string_view rest(stat);
-  rest.remove_prefix(close + 2);
-  while (!rest.empty()) {
-    auto space = rest.find(' ');
-    fields.push_back(rest.substr(0, space));
-    if (space == std::string_view::npos) break;
-    rest.remove_prefix(space + 1);
-  }
-  // Fields after ')' start at field 3 (state); utime is field 14, stime 15, starttime 22, vsize 23, rss 24.
-  auto field = [&](int number) -> double {
-    size_t index = static_cast<size_t>(number - 3);
-    if (index >= fields.size()) return 0;
-    double value = 0;
-    std::from_chars(fields[index].data(), fields[index].data() + fields[index].size(), value);
-    return value;
-  };
+  const std::string stat_path = self_dir_ + "/stat";
+  const std::optional<std::string> stat = ReadWholeFile(stat_path);
+  const std::optional<std::vector<std::string_view>> fields = stat ? SplitProcStat(*stat) : std::nullopt;
+  if (!fields) return Status::Unavailable("cannot parse " + stat_path);
+  // utime is field 14, stime 15, starttime 22, vsize 23, rss 24; a missing one counts as 0.
+  auto field = [&](int number) { return static_cast<double>(ProcStatNumber(*fields, number).value_or(0)); };
   double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   out.push_back(Single(d[0], (field(14) + field(15)) / ticks));
