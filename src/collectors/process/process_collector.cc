@@ -4,12 +4,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "src/core/version.h"
 #include "src/parsers/proc_stat.h"
+#include "src/parsers/text.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -66,12 +66,24 @@ const std::vector<MetricDescription>& Descriptions() {
 
 }  // namespace
 
-ProcessCollector::ProcessCollector(std::string self_dir) : self_dir_(std::move(self_dir)) {
-  std::istringstream stat(ReadWholeFile("/proc/stat").value_or(""));
-  std::string line;
-  while (std::getline(stat, line)) {
-    if (line.starts_with("btime ")) boot_time_seconds_ = std::stod(line.substr(6));
+ProcessCollector::ProcessCollector(std::string self_dir, std::string proc_stat_path)
+    : self_dir_(std::move(self_dir)), proc_stat_path_(std::move(proc_stat_path)) {}
+
+std::optional<double> ProcessCollector::BootTimeSeconds() {
+  if (!boot_time_seconds_) {
+    const std::string stat = ReadWholeFile(proc_stat_path_, 1u << 20).value_or("");
+    for (std::string_view rest = stat; !rest.empty();) {
+      const size_t end = rest.find('\n');
+      const std::string_view line = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      if (!line.starts_with("btime ")) continue;
+      if (const auto btime = text::ParseWhole<uint64_t>(text::Trim(line.substr(6)))) {
+        boot_time_seconds_ = static_cast<double>(*btime);
+      }
+      break;
+    }
   }
+  return boot_time_seconds_;
 }
 
 Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
@@ -96,7 +108,8 @@ Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
   out.push_back(Single(d[0], (field(14) + field(15)) / ticks));
   out.push_back(Single(d[1], field(24) * page));
   out.push_back(Single(d[2], field(23)));
-  out.push_back(Single(d[3], boot_time_seconds_ + field(22) / ticks));
+  if (const std::optional<double> boot = BootTimeSeconds())
+    out.push_back(Single(d[3], *boot + field(22) / ticks));
 
   double open_fds = 0;
   if (DIR* dir = opendir((self_dir_ + "/fd").c_str())) {
