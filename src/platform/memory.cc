@@ -1,16 +1,16 @@
 #include "src/platform/memory.h"
 
+#include <cstdlib>  // defines __GLIBC__ (through <features.h>) before the test below
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace gpuscope {
 
-bool LimitMallocArenas() {
+void LimitMallocArenas() {
 #if defined(__GLIBC__)
-  return mallopt(M_ARENA_MAX, 1) == 1;
-#else
-  return false;
+  mallopt(M_ARENA_MAX, 1);
 #endif
 }
 

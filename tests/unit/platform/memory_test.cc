@@ -2,14 +2,49 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace gpuscope {
 namespace {
 
 #if defined(__GLIBC__)
-TEST(MemoryTest, GlibcAcceptsOneArena) { EXPECT_TRUE(LimitMallocArenas()); }
+// The number of arenas malloc_info reports (one <heap nr="..."> element each).
+int MallocArenas() {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  if (stream == nullptr) return -1;
+  malloc_info(0, stream);
+  std::fclose(stream);
+  int heaps = 0;
+  for (std::string_view rest(text, size); rest.find("<heap nr=") != std::string_view::npos;) {
+    rest.remove_prefix(rest.find("<heap nr=") + 1);
+    ++heaps;
+  }
+  std::free(text);
+  return heaps;
+}
+
+TEST(MemoryTest, ThreadsThatAllocateShareTheOneArena) {
+  LimitMallocArenas();
+  std::vector<std::thread> threads;
+  std::vector<void*> blocks(4, nullptr);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    threads.emplace_back([&blocks, i] { blocks[i] = std::malloc(1000); });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(MallocArenas(), 1);
+  for (void* block : blocks) std::free(block);
+}
 #endif
 
 TEST(MemoryTest, ReleasingFreedMemoryKeepsLiveAllocationsIntact) {
