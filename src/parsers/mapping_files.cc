@@ -481,11 +481,7 @@ GpuscopeRecord ParseGpuscopeRecord(std::string_view content, std::string_view na
 }
 
 MappingFormat DetectGpuKeyFileFormat(std::string_view content) {
-  std::string_view trimmed = content;
-  while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t' || trimmed.front() == '\n' ||
-                              trimmed.front() == '\r'))
-    trimmed.remove_prefix(1);
-  if (!trimmed.empty() && trimmed.front() == '{') return MappingFormat::kAmd;
+  if (text::Trim(content).starts_with('{')) return MappingFormat::kAmd;
   int non_blank = 0;
   bool two_fields = false;
   for (std::string_view line : Lines(content)) {

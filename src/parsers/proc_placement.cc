@@ -1,6 +1,7 @@
 #include "src/parsers/proc_placement.h"
 
 #include "src/parsers/proc_stat.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 
@@ -14,7 +15,7 @@ std::optional<CpuSet> ParseProcStatusCpusAllowed(std::string_view content) {
     pos = newline == std::string_view::npos ? content.size() : newline + 1;
     if (!line.starts_with(kKey)) continue;
     line.remove_prefix(kKey.size());
-    while (!line.empty() && (line.front() == '\t' || line.front() == ' ')) line.remove_prefix(1);
+    line = text::Trim(line);
     // An empty allowed list is impossible for a live task: treat it as malformed.
     if (line.empty()) return std::nullopt;
     return ParseCpuList(line);
