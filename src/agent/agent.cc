@@ -20,6 +20,7 @@
 #include "src/core/version.h"
 #include "src/events/classifiers/xid_catalog.h"
 #include "src/node/node_state.h"
+#include "src/platform/memory.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
 
@@ -95,6 +96,9 @@ int RunAgent(const AgentConfig& config) {
 
   SnapshotStore store;
   Scheduler scheduler(&store);
+  // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
+  // memory shows what the agent holds, not its high-water mark.
+  scheduler.SetAfterCycle(ReleaseFreedMemory);
   CollectorContext context{&node};
   if (mapping || slurm) {
     scheduler.Add(std::make_unique<AttributionSourcesCollector>(mapping.get(), slurm.get()),

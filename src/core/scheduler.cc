@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "src/core/log.h"
-#include "src/platform/memory.h"
 
 namespace gpuscope {
 namespace {
@@ -23,6 +22,8 @@ Scheduler::Scheduler(SnapshotStore* store, std::chrono::milliseconds stall_floor
     : store_(store), stall_floor_(stall_floor) {}
 
 Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::SetAfterCycle(std::function<void()> hook) { after_cycle_ = std::move(hook); }
 
 void Scheduler::Add(std::unique_ptr<Collector> collector, std::chrono::milliseconds interval) {
   auto slot = std::make_unique<Slot>();
@@ -109,9 +110,7 @@ void Scheduler::RunCycle(size_t index) {
     }
   }
   PublishSelfMetrics();
-  // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
-  // memory reflects what the agent holds, not its high-water mark.
-  ReleaseFreedMemory();
+  if (after_cycle_) after_cycle_();
   cv_.NotifyAll();
 }
 

@@ -154,6 +154,24 @@ TEST(Scheduler, RunOncePublishesCollectorFamiliesAndSelfMetrics) {
   EXPECT_NE(Find(*snapshot, "gpuscope_collector_last_success_timestamp_seconds"), nullptr);
 }
 
+TEST(Scheduler, AfterCycleHookRunsOnceAfterEachPublishedCycle) {
+  SnapshotStore store;
+  Scheduler scheduler(&store);
+  scheduler.Add(std::make_unique<FakeCollector>("a", Status::Ok()), std::chrono::seconds(1));
+  scheduler.Add(std::make_unique<FakeCollector>("b", Status::Unavailable("down")), std::chrono::seconds(1));
+  int hooks = 0;
+  bool published_first = true;
+  scheduler.SetAfterCycle([&] {
+    ++hooks;
+    published_first =
+        published_first && Find(*store.Current(), hooks == 1 ? "a_value" : "b_value") != nullptr;
+  });
+  scheduler.RunOnce();
+  scheduler.RunOnce();
+  EXPECT_EQ(hooks, 4);
+  EXPECT_TRUE(published_first) << "the hook runs after the cycle's families are in the store";
+}
+
 TEST(Scheduler, HealthIsReadyAfterFirstCycleAndUnhealthyWhenASourceIsGone) {
   SnapshotStore store;
   Scheduler scheduler(&store);
