@@ -10,8 +10,7 @@ namespace gpuscope {
 // it freed; with one worker per GPU plus the HTTP threads that is most of the agent's resident memory
 // (measured serving 8 simulated GPUs: 19.4 MiB with the default, 17.8 MiB with two arenas, 15.4 MiB with
 // one). The agent allocates little per cycle (about 1 ms of work per second across all threads), so one
-// arena costs no measurable contention. A no-op without glibc (whose mallopt return value does not say
-// whether the limit took: glibc 2.36 returns 0 for M_ARENA_MAX although it applies it).
+// arena costs no measurable contention. A no-op without glibc.
 void LimitMallocArenas();
 
 // Hands the pages malloc holds free back to the kernel, so that resident memory shows what the process
