@@ -20,6 +20,7 @@
 #include "src/core/version.h"
 #include "src/events/classifiers/xid_catalog.h"
 #include "src/node/node_state.h"
+#include "src/platform/memory.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
 
@@ -221,6 +222,9 @@ int RunAgent(const AgentConfig& config) {
   AttributionSources attribution = StartAttribution(config, node);
   SnapshotStore store;
   Scheduler scheduler(&store);
+  // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
+  // memory shows what the agent holds, not its high-water mark.
+  scheduler.SetAfterCycle(ReleaseFreedMemory);
   AddCollectors(config, node, attribution, scheduler);
   if (config.once) return RunCyclesOnce(config, scheduler, store, attribution);
 

@@ -8,6 +8,7 @@
 #include "src/agent/markdown.h"
 #include "src/agent/options.h"
 #include "src/core/duration.h"
+#include "src/core/json_string.h"
 
 namespace gpuscope {
 namespace {
@@ -101,13 +102,11 @@ std::string Placeholder(const OptionSpec& option) {
 
 std::string Code(std::string_view text) { return "`" + std::string(text) + "`"; }
 
+// A JSON string is a valid YAML double-quoted scalar, with the same escapes.
 std::string YamlQuoted(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, text);
+  return out;
 }
 
 std::string YamlValue(const OptionSpec& option, const AgentConfig& config) {

@@ -1,6 +1,4 @@
 // gpuscope-agent: per-node GPU observability agent. Wiring only; see src/agent/agent.h.
-#include <malloc.h>
-
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -10,15 +8,12 @@
 #include "src/agent/config.h"
 #include "src/agent/registry.h"
 #include "src/core/version.h"
+#include "src/platform/memory.h"
 #include "src/platform/process_limits.h"
 
 int main(int argc, char** argv) {
-  // glibc gives every thread that allocates its own malloc arena and keeps what it freed; with one worker
-  // per GPU plus the HTTP threads that is most of the agent's resident memory (measured serving 8
-  // simulated GPUs: 19.4 MiB with the default, 17.8 MiB with two arenas, 15.4 MiB with one). The agent
-  // allocates little per cycle (about 1 ms of work per second across all threads), so one arena costs no
-  // measurable contention.
-  mallopt(M_ARENA_MAX, 1);
+  // One malloc arena: per-thread arenas are most of the agent's resident memory (see memory.h).
+  gpuscope::LimitMallocArenas();
   // One descriptor per scrape connection (--web.max-connections) and per source and sink.
   gpuscope::RaiseOpenFileLimit();
   // Block the termination signals before any thread exists: the agent takes them with sigwait.

@@ -16,6 +16,7 @@
 
 #include "src/core/log.h"
 #include "src/parsers/mapping_files.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -75,18 +76,7 @@ void FillBlanks(JobInfo* into, const JobInfo& from) {
 // Reads at most kMaxMappingFileBytes + 1 bytes; returns nullopt on a read error.
 std::optional<std::string> ReadCapped(int fd) {
   std::string content;
-  content.resize(kMaxMappingFileBytes + 1);
-  size_t used = 0;
-  while (used < content.size()) {
-    ssize_t n = read(fd, content.data() + used, content.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  content.resize(used);
+  if (ReadDescriptorInto(fd, &content, kMaxMappingFileBytes + 1) != 0) return std::nullopt;
   return content;
 }
 

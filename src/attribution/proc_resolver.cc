@@ -15,6 +15,7 @@
 #include "src/parsers/proc_cgroup.h"
 #include "src/parsers/proc_environ.h"
 #include "src/parsers/proc_stat.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -23,27 +24,9 @@ constexpr size_t kMaxSmallFileBytes = 64 * 1024;  // stat, status, cgroup are a 
 
 enum class ReadResult { kOk, kGone, kDenied, kError };
 
-// Reads at most `cap` bytes of `path` into `out`.
+// Reads at most `cap` bytes of `path` into `out` and sorts the errno into what the resolver does next.
 ReadResult ReadCapped(const std::string& path, size_t cap, std::string& out, int& error) {
-  out.clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = errno;
-  } else {
-    error = 0;
-    char buffer[8192];
-    while (out.size() < cap) {
-      ssize_t n = ::read(fd, buffer, std::min(sizeof(buffer), cap - out.size()));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        error = errno;
-        break;
-      }
-      if (n == 0) break;
-      out.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(fd);
-  }
+  error = ReadFileInto(path, &out, cap);
   switch (error) {
     case 0:
       return ReadResult::kOk;

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "src/core/json_string.h"
 #include "src/core/mutex.h"
-#include "src/core/utf8.h"
 
 namespace gpuscope {
 namespace {
@@ -29,40 +29,6 @@ std::string_view LevelName(LogLevel level) {
   return "info";
 }
 
-// Escapes for a double-quoted string (JSON and logfmt share the rules we need).
-void AppendQuoted(std::string& out, std::string_view value) {
-  out.push_back('"');
-  for (size_t i = 0; i < value.size();) {
-    unsigned char c = value[i];
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-      ++i;
-    } else if (c == '\n') {
-      out += "\\n";
-      ++i;
-    } else if (c == '\t') {
-      out += "\\t";
-      ++i;
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-      ++i;
-    } else {
-      size_t len = ValidUtf8Length(value, i);
-      if (len == 0) {
-        out += kUtf8ReplacementChar;
-        ++i;
-      } else {
-        out.append(value.substr(i, len));
-        i += len;
-      }
-    }
-  }
-  out.push_back('"');
-}
-
 bool NeedsQuoting(std::string_view value) {
   if (value.empty()) return true;
   for (unsigned char c : value) {
@@ -73,7 +39,7 @@ bool NeedsQuoting(std::string_view value) {
 
 void AppendLogfmtValue(std::string& out, std::string_view value) {
   if (NeedsQuoting(value)) {
-    AppendQuoted(out, value);
+    AppendJsonString(out, value);
   } else {
     out.append(value);
   }
@@ -100,16 +66,16 @@ std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel leve
   out.reserve(128);
   if (format == LogFormat::kJson) {
     out += "{\"ts\":";
-    AppendQuoted(out, time);
+    AppendJsonString(out, time);
     out += ",\"level\":";
-    AppendQuoted(out, LevelName(level));
+    AppendJsonString(out, LevelName(level));
     out += ",\"msg\":";
-    AppendQuoted(out, message);
+    AppendJsonString(out, message);
     for (const auto& [key, value] : fields) {
       out.push_back(',');
-      AppendQuoted(out, key);
+      AppendJsonString(out, key);
       out.push_back(':');
-      AppendQuoted(out, value);
+      AppendJsonString(out, value);
     }
     out += "}\n";
   } else {
@@ -118,7 +84,7 @@ std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel leve
     out += " level=";
     out.append(LevelName(level));
     out += " msg=";
-    AppendQuoted(out, message);
+    AppendJsonString(out, message);
     for (const auto& [key, value] : fields) {
       out.push_back(' ');
       out.append(key);

@@ -5,10 +5,6 @@
 
 #include "src/core/log.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 namespace gpuscope {
 namespace {
 
@@ -26,6 +22,8 @@ Scheduler::Scheduler(SnapshotStore* store, std::chrono::milliseconds stall_floor
     : store_(store), stall_floor_(stall_floor) {}
 
 Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::SetAfterCycle(std::function<void()> hook) { after_cycle_ = std::move(hook); }
 
 void Scheduler::Add(std::unique_ptr<Collector> collector, std::chrono::milliseconds interval) {
   auto slot = std::make_unique<Slot>();
@@ -112,11 +110,7 @@ void Scheduler::RunCycle(size_t index) {
     }
   }
   PublishSelfMetrics();
-#if defined(__GLIBC__)
-  // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
-  // memory reflects what the agent holds, not its high-water mark (costs ~0.1 ms per cycle).
-  malloc_trim(0);
-#endif
+  if (after_cycle_) after_cycle_();
   cv_.NotifyAll();
 }
 

@@ -4,12 +4,13 @@
 // and answers health: unhealthy when a collector reports its source gone (Collector::Healthy() false) or
 // has not completed a cycle for max(3 intervals, stall_floor); ready once every collector ran once.
 //
-// Thread-safety: Add() before Start() only. Start(), Stop(), Health(), WaitUntilReady() and RunOnce() may
-// be called from any thread. A slow collector delays only its own thread.
+// Thread-safety: Add() and SetAfterCycle() before Start() only. Start(), Stop(), Health(), WaitUntilReady()
+// and RunOnce() may be called from any thread. A slow collector delays only its own thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +33,10 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   void Add(std::unique_ptr<Collector> collector, std::chrono::milliseconds interval);
+
+  // Runs `hook` after each published cycle, on that collector's thread (so possibly on several threads
+  // at once). The agent hands freed memory back to the kernel here (src/platform/memory.h).
+  void SetAfterCycle(std::function<void()> hook);
 
   // Starts one thread per collector; each runs its first cycle at once.
   void Start();
@@ -73,6 +78,7 @@ class Scheduler {
   void PublishSelfMetrics() EXCLUDES(mu_);
 
   SnapshotStore* store_;
+  std::function<void()> after_cycle_;
   std::chrono::milliseconds stall_floor_;
   std::chrono::steady_clock::time_point started_at_{};
   std::vector<std::unique_ptr<Slot>> slots_;  // fixed after Start()

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "src/parsers/text.h"
+
 namespace gpuscope {
 namespace {
 
@@ -19,7 +21,7 @@ bool TakeNumber(std::string_view& text, uint32_t& value) {
 }  // namespace
 
 std::optional<CpuSet> ParseCpuList(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  text = text::Trim(text);
   CpuSet cpus;
   if (text.empty()) return cpus;
   // A bitmap rather than a list while parsing: repeated ranges cost no extra memory.

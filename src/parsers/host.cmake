@@ -5,4 +5,4 @@ add_library(gpuscope_parsers_host
   ${CMAKE_CURRENT_LIST_DIR}/proc_placement.cc
   ${CMAKE_CURRENT_LIST_DIR}/psi.cc
 )
-target_link_libraries(gpuscope_parsers_host PUBLIC gpuscope_core gpuscope_parsers_pci)
+target_link_libraries(gpuscope_parsers_host PUBLIC gpuscope_core gpuscope_parsers_pci gpuscope_parsers_proc)

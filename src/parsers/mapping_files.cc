@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/core/utf8.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -10,12 +11,6 @@ namespace {
 bool IsDigits(std::string_view s, size_t min_len, size_t max_len) {
   if (s.size() < min_len || s.size() > max_len) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 // Splits into lines (without '\n'); the last piece is included only when non-empty.
@@ -323,7 +318,7 @@ DcgmMappingFile ParseDcgmMapping(std::string_view content) {
   if (out.error != MappingError::kNone) return out;
   out.terminated = Terminated(content);
   for (std::string_view line : Lines(content)) {
-    line = Trim(line);
+    line = text::Trim(line);
     if (line.empty()) continue;
     if (!IsValidJobId(line)) {
       out.error = MappingError::kInvalidJobId;
@@ -343,7 +338,7 @@ JobstatsMappingFile ParseJobstatsMapping(std::string_view content) {
   out.terminated = Terminated(content);
   bool seen = false;
   for (std::string_view line : Lines(content)) {
-    line = Trim(line);
+    line = text::Trim(line);
     if (line.empty()) continue;
     if (seen) {
       out = {};
@@ -357,7 +352,7 @@ JobstatsMappingFile ParseJobstatsMapping(std::string_view content) {
       return out;
     }
     std::string_view job_id = line.substr(0, sep);
-    std::string_view uid = Trim(line.substr(sep + 1));
+    std::string_view uid = text::Trim(line.substr(sep + 1));
     if (!IsValidJobId(job_id)) {
       out.error = MappingError::kInvalidJobId;
       return out;
@@ -431,12 +426,12 @@ GpuscopeRecord ParseGpuscopeRecord(std::string_view content, std::string_view na
     return out;
   };
   for (std::string_view line : Lines(content)) {
-    line = Trim(line);
+    line = text::Trim(line);
     if (line.empty() || line.front() == '#') continue;
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) return fail(MappingError::kMalformed);
-    std::string_view key = Trim(line.substr(0, eq));
-    std::string_view value = Trim(line.substr(eq + 1));
+    std::string_view key = text::Trim(line.substr(0, eq));
+    std::string_view value = text::Trim(line.substr(eq + 1));
     if (std::find(seen_keys.begin(), seen_keys.end(), key) != seen_keys.end())
       return fail(MappingError::kMalformed);
     seen_keys.push_back(key);
@@ -465,13 +460,13 @@ GpuscopeRecord ParseGpuscopeRecord(std::string_view content, std::string_view na
       job.step_id = value;
     } else if (key == "gpus") {
       for (std::string_view gpu : SplitComma(value)) {
-        gpu = Trim(gpu);
+        gpu = text::Trim(gpu);
         if (!IsValidGpuKey(gpu)) return fail(MappingError::kInvalidGpu);
         if (std::find(job.gpus.begin(), job.gpus.end(), gpu) == job.gpus.end()) job.gpus.emplace_back(gpu);
       }
     } else if (key == "minors") {
       for (std::string_view minor : SplitComma(value)) {
-        minor = Trim(minor);
+        minor = text::Trim(minor);
         if (!IsDigits(minor, 1, 6)) return fail(MappingError::kMalformed);
         job.minors.emplace_back(minor);
       }
@@ -486,15 +481,11 @@ GpuscopeRecord ParseGpuscopeRecord(std::string_view content, std::string_view na
 }
 
 MappingFormat DetectGpuKeyFileFormat(std::string_view content) {
-  std::string_view trimmed = content;
-  while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t' || trimmed.front() == '\n' ||
-                              trimmed.front() == '\r'))
-    trimmed.remove_prefix(1);
-  if (!trimmed.empty() && trimmed.front() == '{') return MappingFormat::kAmd;
+  if (text::Trim(content).starts_with('{')) return MappingFormat::kAmd;
   int non_blank = 0;
   bool two_fields = false;
   for (std::string_view line : Lines(content)) {
-    line = Trim(line);
+    line = text::Trim(line);
     if (line.empty()) continue;
     ++non_blank;
     two_fields = line.find_first_of(" \t") != std::string_view::npos;

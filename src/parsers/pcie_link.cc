@@ -3,18 +3,12 @@
 #include <charconv>
 #include <cmath>
 
+#include "src/parsers/text.h"
+
 namespace gpuscope {
-namespace {
-
-std::string_view TrimNewline(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  return text;
-}
-
-}  // namespace
 
 std::optional<double> ParsePcieLinkSpeed(std::string_view text) {
-  text = TrimNewline(text);
+  text = text::Trim(text);
   if (text.ends_with(" PCIe")) text.remove_suffix(5);
   if (!text.ends_with(" GT/s")) return std::nullopt;
   text.remove_suffix(5);
@@ -34,7 +28,7 @@ std::optional<int> PcieGenerationOfSpeed(double gigatransfers_per_second) {
 }
 
 std::optional<uint32_t> ParsePcieLinkWidth(std::string_view text) {
-  text = TrimNewline(text);
+  text = text::Trim(text);
   uint32_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value > 32)

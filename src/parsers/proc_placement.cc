@@ -1,6 +1,7 @@
 #include "src/parsers/proc_placement.h"
 
-#include <charconv>
+#include "src/parsers/proc_stat.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 
@@ -14,7 +15,7 @@ std::optional<CpuSet> ParseProcStatusCpusAllowed(std::string_view content) {
     pos = newline == std::string_view::npos ? content.size() : newline + 1;
     if (!line.starts_with(kKey)) continue;
     line.remove_prefix(kKey.size());
-    while (!line.empty() && (line.front() == '\t' || line.front() == ' ')) line.remove_prefix(1);
+    line = text::Trim(line);
     // An empty allowed list is impossible for a live task: treat it as malformed.
     if (line.empty()) return std::nullopt;
     return ParseCpuList(line);
@@ -23,27 +24,11 @@ std::optional<CpuSet> ParseProcStatusCpusAllowed(std::string_view content) {
 }
 
 std::optional<uint32_t> ParseProcStatLastCpu(std::string_view content) {
-  size_t close = content.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
-  std::string_view rest = content.substr(close + 1);
-  // After ')' comes " S ...": field 3 is the state. Walk to field 39.
-  int field = 2;
-  while (!rest.empty()) {
-    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    if (rest.empty()) break;
-    ++field;
-    size_t end = rest.find_first_of(" \n");
-    std::string_view token = rest.substr(0, end);
-    if (field == 39) {
-      uint32_t cpu = 0;
-      auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), cpu);
-      if (ec != std::errc() || ptr != token.data() + token.size() || cpu > kMaxCpuNumber) return std::nullopt;
-      return cpu;
-    }
-    if (end == std::string_view::npos || rest[end] == '\n') break;
-    rest.remove_prefix(end);
-  }
-  return std::nullopt;
+  const auto fields = SplitProcStat(content);
+  if (!fields) return std::nullopt;
+  const std::optional<uint64_t> cpu = ProcStatNumber(*fields, 39);
+  if (!cpu || *cpu > kMaxCpuNumber) return std::nullopt;
+  return static_cast<uint32_t>(*cpu);
 }
 
 }  // namespace gpuscope

@@ -19,23 +19,33 @@ std::optional<T> ParseNumber(std::string_view s) {
 
 }  // namespace
 
-std::optional<uint64_t> ParseProcStatStartTime(std::string_view content) {
-  size_t close = content.rfind(')');
-  if (close == std::string_view::npos || content.find('(') == std::string_view::npos) return std::nullopt;
-  // After ")" come fields 3 (state) ... 52; starttime is field 22, the 20th after the ')'.
-  constexpr int kFieldsAfterComm = 20;
+std::optional<std::vector<std::string_view>> SplitProcStat(std::string_view content) {
+  const size_t close = content.rfind(')');
+  if (close == std::string_view::npos || content.find('(') > close) return std::nullopt;
   std::string_view rest = content.substr(close + 1);
-  int field = 0;
+  rest = rest.substr(0, rest.find('\n'));
+  std::vector<std::string_view> fields;
   size_t pos = 0;
   while (pos < rest.size()) {
-    while (pos < rest.size() && (IsSpace(rest[pos]) || rest[pos] == '\n')) ++pos;
+    while (pos < rest.size() && IsSpace(rest[pos])) ++pos;
     if (pos >= rest.size()) break;
     size_t end = pos;
-    while (end < rest.size() && !IsSpace(rest[end]) && rest[end] != '\n') ++end;
-    if (++field == kFieldsAfterComm) return ParseNumber<uint64_t>(rest.substr(pos, end - pos));
+    while (end < rest.size() && !IsSpace(rest[end])) ++end;
+    fields.push_back(rest.substr(pos, end - pos));
     pos = end;
   }
-  return std::nullopt;
+  return fields;
+}
+
+std::optional<uint64_t> ProcStatNumber(const std::vector<std::string_view>& fields, int number) {
+  if (number < 3 || static_cast<size_t>(number - 3) >= fields.size()) return std::nullopt;
+  return ParseNumber<uint64_t>(fields[static_cast<size_t>(number - 3)]);
+}
+
+std::optional<uint64_t> ParseProcStatStartTime(std::string_view content) {
+  const auto fields = SplitProcStat(content);
+  if (!fields) return std::nullopt;
+  return ProcStatNumber(*fields, 22);
 }
 
 std::optional<uint32_t> ParseProcStatusUid(std::string_view content) {

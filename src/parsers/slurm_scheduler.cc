@@ -5,16 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "src/parsers/text.h"
+
 namespace gpuscope {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  size_t b = 0;
-  while (b < s.size() && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
-  size_t e = s.size();
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return s.substr(b, e - b);
-}
 
 // Calls fn(line) for every line of `text` (without the '\n' and a trailing '\r').
 template <typename Fn>
@@ -46,7 +40,7 @@ bool SplitFields(std::string_view line, char sep, std::array<std::string_view, N
 }
 
 std::optional<double> ParseUnsigned(std::string_view s) {
-  s = Trim(s);
+  s = text::Trim(s);
   if (s.empty() || s.size() > 19) return std::nullopt;
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -56,7 +50,7 @@ std::optional<double> ParseUnsigned(std::string_view s) {
 
 // A decimal number as sshare prints it ("0.500000", "1", "1.2e-05"); no inf/nan/hex.
 std::optional<double> ParseNumber(std::string_view s) {
-  s = Trim(s);
+  s = text::Trim(s);
   if (s.empty() || s.size() > 64) return std::nullopt;
   for (char c : s) {
     if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')) {
@@ -81,7 +75,7 @@ std::string Reject(std::string_view why, std::string_view line) {
 // The count of one gres item "gpu:8", "gpu:h100:8(S:0-1)", "gpu:(null):0" (the part before any '(').
 // nullopt when the item is not a gpu or has no count.
 std::optional<double> GpuItemCount(std::string_view item) {
-  item = Trim(item);
+  item = text::Trim(item);
   // The index list "(S:0-1)" / "(IDX:0-1)" follows the count; "gpu:(null):0" has "(null)" as its type.
   size_t paren = std::string_view::npos;
   for (size_t i = 1; i < item.size(); ++i) {
@@ -116,7 +110,7 @@ double GpusInTresPerNode(std::string_view tres) {
   while (pos <= tres.size()) {
     size_t comma = tres.find(',', pos);
     if (comma == std::string_view::npos) comma = tres.size();
-    std::string_view item = Trim(tres.substr(pos, comma - pos));
+    std::string_view item = text::Trim(tres.substr(pos, comma - pos));
     // 22.05 prints "gres:gpu:2"; later releases "gres/gpu:2"; a bare "gpu:2" is accepted too.
     if (item.substr(0, 5) == "gres:" || item.substr(0, 5) == "gres/") item.remove_prefix(5);
     if (std::optional<double> n = GpuItemCount(item)) total += *n;
@@ -128,25 +122,25 @@ double GpusInTresPerNode(std::string_view tres) {
 SqueueJobs ParseSqueue(std::string_view text) {
   SqueueJobs result;
   ForEachLine(text, [&](std::string_view line) {
-    if (Trim(line).empty()) return;
+    if (text::Trim(line).empty()) return;
     std::array<std::string_view, 8> f;
     if (!SplitFields(line, '|', f)) {
       result.rejected.push_back(Reject("fewer than 8 fields", line));
       return;
     }
     SqueueJob job;
-    job.job_id = Trim(f[0]);
-    job.state = Trim(f[1]);
+    job.job_id = text::Trim(f[0]);
+    job.state = text::Trim(f[1]);
     if (job.job_id.empty() || job.state.empty()) {
       result.rejected.push_back(Reject("no job id or state", line));
       return;
     }
-    job.partition = Trim(f[2]);
-    job.account = Trim(f[3]);
-    job.user = Trim(f[4]);
+    job.partition = text::Trim(f[2]);
+    job.account = text::Trim(f[3]);
+    job.user = text::Trim(f[4]);
     job.nodes = static_cast<uint32_t>(ParseUnsigned(f[5]).value_or(0));
     job.gpus_per_node = GpusInTresPerNode(f[6]);
-    job.reason = Trim(f[7]);
+    job.reason = text::Trim(f[7]);
     result.jobs.push_back(job);
   });
   return result;
@@ -176,17 +170,17 @@ bool IsDrainState(std::string_view state) {
 SinfoNodes ParseSinfo(std::string_view text) {
   SinfoNodes result;
   ForEachLine(text, [&](std::string_view line) {
-    if (Trim(line).empty()) return;
+    if (text::Trim(line).empty()) return;
     std::array<std::string_view, 6> f;
     if (!SplitFields(line, '|', f)) {
       result.rejected.push_back(Reject("fewer than 6 fields", line));
       return;
     }
     SinfoNode node;
-    node.node = Trim(f[0]);
-    node.partition = Trim(f[1]);
+    node.node = text::Trim(f[0]);
+    node.partition = text::Trim(f[1]);
     if (!node.partition.empty() && node.partition.back() == '*') node.partition.remove_suffix(1);
-    std::string_view state = Trim(f[2]);
+    std::string_view state = text::Trim(f[2]);
     if (node.node.empty() || state.empty()) {
       result.rejected.push_back(Reject("no node name or state", line));
       return;
@@ -203,11 +197,11 @@ SinfoNodes ParseSinfo(std::string_view text) {
       result.rejected.push_back(Reject("state has only flags", line));
       return;
     }
-    std::optional<double> total = GpusInGres(Trim(f[3]));
+    std::optional<double> total = GpusInGres(text::Trim(f[3]));
     node.has_gpus = total.has_value();
     node.gpus_total = total.value_or(0);
-    node.gpus_allocated = GpusInGres(Trim(f[4])).value_or(0);
-    std::string_view reason = Trim(f[5]);
+    node.gpus_allocated = GpusInGres(text::Trim(f[4])).value_or(0);
+    std::string_view reason = text::Trim(f[5]);
     node.reason = reason == "none" || reason == "(null)" ? std::string_view() : reason;
     result.nodes.push_back(std::move(node));
   });
@@ -274,7 +268,7 @@ SdiagStats ParseSdiag(std::string_view text) {
       {"last_queue_length", "backfill_last_queue_length"},
   };
   ForEachLine(text, [&](std::string_view raw) {
-    std::string_view line = Trim(raw);
+    std::string_view line = text::Trim(raw);
     if (line.empty() || line.front() == '*') return;
     if (line.substr(0, 24) == "Main schedule statistics") {
       section = Section::kMain;
@@ -303,7 +297,7 @@ SdiagStats ParseSdiag(std::string_view text) {
         stats.rejected.push_back(Reject("rpc line", line));
         return;
       }
-      std::string_view type = Trim(line.substr(0, paren));
+      std::string_view type = text::Trim(line.substr(0, paren));
       std::string_view count = line.substr(count_at + 6);
       count = count.substr(0, count.find(' '));
       std::optional<double> n = ParseUnsigned(count);
@@ -322,7 +316,7 @@ SdiagStats ParseSdiag(std::string_view text) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) return;
     std::string key = KeyName(line.substr(0, colon));
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string_view value = text::Trim(line.substr(colon + 1));
     if (section == Section::kBackfill && key == "last_cycle_when") {
       if (std::optional<double> t = ParenthesizedEpoch(value))
         stats.values["backfill_last_cycle_when_timestamp"] = *t;
@@ -345,15 +339,15 @@ SdiagStats ParseSdiag(std::string_view text) {
 SshareRows ParseSshare(std::string_view text) {
   SshareRows result;
   ForEachLine(text, [&](std::string_view line) {
-    if (Trim(line).empty()) return;
+    if (text::Trim(line).empty()) return;
     std::array<std::string_view, 7> f;
     if (!SplitFields(line, '|', f)) {
       result.rejected.push_back(Reject("fewer than 7 fields", line));
       return;
     }
     SshareRow row;
-    row.account = Trim(f[0]);  // sshare indents accounts by their depth in the tree
-    row.user = Trim(f[1]);
+    row.account = text::Trim(f[0]);  // sshare indents accounts by their depth in the tree
+    row.user = text::Trim(f[1]);
     if (row.account.empty()) {
       result.rejected.push_back(Reject("no account", line));
       return;

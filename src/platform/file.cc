@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -46,22 +47,35 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents, A
   return Status::Ok();
 }
 
-std::optional<std::string> ReadWholeFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+int ReadDescriptorInto(int fd, std::string* out, size_t max_bytes) {
+  out->clear();
+  char buf[8192];
+  while (out->size() < max_bytes) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof(buf), max_bytes - out->size()));
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
-      return std::nullopt;
+      const int error = errno;
+      out->clear();
+      return error;
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    out->append(buf, static_cast<size_t>(n));
   }
+  return 0;
+}
+
+int ReadFileInto(const std::string& path, std::string* out, size_t max_bytes) {
+  out->clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int error = ReadDescriptorInto(fd, out, max_bytes);
   ::close(fd);
+  return error;
+}
+
+std::optional<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
+  std::string out;
+  if (ReadFileInto(path, &out, max_bytes) != 0) return std::nullopt;
   return out;
 }
 

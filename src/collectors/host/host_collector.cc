@@ -1,8 +1,5 @@
 #include "src/collectors/host/host_collector.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -17,35 +14,16 @@
 #include "src/parsers/pcie_link.h"
 #include "src/parsers/proc_placement.h"
 #include "src/parsers/psi.h"
+#include "src/parsers/text.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
 
 // Reads a small sysfs/procfs file whole. Returns nullopt when it cannot be opened or read (missing file,
-// process gone, EOPNOTSUPP from /proc/pressure with psi=0).
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string content;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-    if (content.size() > (1u << 20)) break;  // no file we read is this big; do not follow a runaway one
-  }
-  close(fd);
-  return content;
-}
-
-std::string Trim(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  return std::string(text);
-}
+// process gone, EOPNOTSUPP from /proc/pressure with psi=0); no file read here comes near 1 MiB, so a
+// runaway one is cut there.
+std::optional<std::string> ReadSmallFile(const std::string& path) { return ReadWholeFile(path, 1u << 20); }
 
 // One end of a PCIe link as its sysfs attributes describe it; unset fields were missing or unparsable.
 struct LinkEnd {
@@ -158,7 +136,7 @@ std::vector<Gpu> FindGpus(const std::string& sysfs, bool upstream) {
     gpu.pci_bus_id = *pci_bus_id;
     gpu.numa_node = "-1";
     if (auto text = ReadSmallFile((dir / "numa_node").string())) {
-      std::string node = Trim(*text);
+      std::string node(text::Trim(*text));
       if (!node.empty()) gpu.numa_node = node;
     }
     if (auto text = ReadSmallFile((dir / "local_cpulist").string())) {

@@ -1,8 +1,5 @@
 #include "src/collectors/infiniband/infiniband_collector.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -14,6 +11,8 @@
 
 #include "src/core/log.h"
 #include "src/parsers/ib_sysfs.h"
+#include "src/parsers/text.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -177,29 +176,11 @@ const std::vector<MetricDescription>& Descriptions() {
 
 // Reads a small sysfs attribute. Returns nullopt when it cannot be opened or read (missing, vanished,
 // EIO from a driver that refuses the read).
-std::optional<std::string> ReadAttribute(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string content;
-  char buf[4096];
-  while (content.size() < 65536) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    content.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return content;
-}
+std::optional<std::string> ReadAttribute(const fs::path& path) { return ReadWholeFile(path, 64 * 1024); }
 
 std::string TrimmedOr(const std::optional<std::string>& content, std::string_view fallback) {
   if (!content) return std::string(fallback);
-  std::string_view s = *content;
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  std::string_view s = text::Trim(*content);
   if (s.empty()) return std::string(fallback);
   return std::string(s);
 }

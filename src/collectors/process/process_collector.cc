@@ -4,23 +4,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <charconv>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "src/core/version.h"
+#include "src/parsers/proc_stat.h"
+#include "src/parsers/text.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 MetricFamily Single(const MetricDescription& d, double value) {
   MetricFamily family{d.name, d.help, d.type, d.unit, {}};
@@ -73,12 +66,24 @@ const std::vector<MetricDescription>& Descriptions() {
 
 }  // namespace
 
-ProcessCollector::ProcessCollector(std::string self_dir) : self_dir_(std::move(self_dir)) {
-  std::istringstream stat(ReadFile("/proc/stat"));
-  std::string line;
-  while (std::getline(stat, line)) {
-    if (line.starts_with("btime ")) boot_time_seconds_ = std::stod(line.substr(6));
+ProcessCollector::ProcessCollector(std::string self_dir, std::string proc_stat_path)
+    : self_dir_(std::move(self_dir)), proc_stat_path_(std::move(proc_stat_path)) {}
+
+std::optional<double> ProcessCollector::BootTimeSeconds() {
+  if (!boot_time_seconds_) {
+    const std::string stat = ReadWholeFile(proc_stat_path_, 1u << 20).value_or("");
+    for (std::string_view rest = stat; !rest.empty();) {
+      const size_t end = rest.find('\n');
+      const std::string_view line = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      if (!line.starts_with("btime ")) continue;
+      if (const auto btime = text::ParseWhole<uint64_t>(text::Trim(line.substr(6)))) {
+        boot_time_seconds_ = static_cast<double>(*btime);
+      }
+      break;
+    }
   }
+  return boot_time_seconds_;
 }
 
 Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
@@ -92,33 +97,19 @@ Status ProcessCollector::Collect(std::vector<MetricFamily>& out) {
                                 {"compiler", std::string(Compiler())}},
                                1.0}}});
 
-  std::string stat = ReadFile(self_dir_ + "/stat");
-  // The command name is in parentheses and may hold spaces: fields start after the last ')'.
-  auto close = stat.rfind(')');
-  if (close == std::string::npos) return Status::Unavailable("cannot parse " + self_dir_ + "/stat");
-  std::vector<std::string_view> fields;
-  std::string_view rest(stat);
-  rest.remove_prefix(close + 2);
-  while (!rest.empty()) {
-    auto space = rest.find(' ');
-    fields.push_back(rest.substr(0, space));
-    if (space == std::string_view::npos) break;
-    rest.remove_prefix(space + 1);
-  }
-  // Fields after ')' start at field 3 (state); utime is field 14, stime 15, starttime 22, vsize 23, rss 24.
-  auto field = [&](int number) -> double {
-    size_t index = static_cast<size_t>(number - 3);
-    if (index >= fields.size()) return 0;
-    double value = 0;
-    std::from_chars(fields[index].data(), fields[index].data() + fields[index].size(), value);
-    return value;
-  };
+  const std::string stat_path = self_dir_ + "/stat";
+  const std::optional<std::string> stat = ReadWholeFile(stat_path);
+  const std::optional<std::vector<std::string_view>> fields = stat ? SplitProcStat(*stat) : std::nullopt;
+  if (!fields) return Status::Unavailable("cannot parse " + stat_path);
+  // utime is field 14, stime 15, starttime 22, vsize 23, rss 24; a missing one counts as 0.
+  auto field = [&](int number) { return static_cast<double>(ProcStatNumber(*fields, number).value_or(0)); };
   double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   out.push_back(Single(d[0], (field(14) + field(15)) / ticks));
   out.push_back(Single(d[1], field(24) * page));
   out.push_back(Single(d[2], field(23)));
-  out.push_back(Single(d[3], boot_time_seconds_ + field(22) / ticks));
+  if (const std::optional<double> boot = BootTimeSeconds())
+    out.push_back(Single(d[3], *boot + field(22) / ticks));
 
   double open_fds = 0;
   if (DIR* dir = opendir((self_dir_ + "/fd").c_str())) {

@@ -7,6 +7,7 @@
 
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/jobs_text.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -81,7 +82,7 @@ std::optional<Event> ClassifyCudaErrorLine(std::string_view line) {
   std::string_view message;
   std::string_view name;
   if (pos != std::string_view::npos) {
-    message = jobs_text::Trim(line.substr(pos + marker.size()));
+    message = text::Trim(line.substr(pos + marker.size()));
   } else {
     pos = line.find("cudaError");
     if (pos == std::string_view::npos) return std::nullopt;
@@ -89,7 +90,7 @@ std::optional<Event> ClassifyCudaErrorLine(std::string_view line) {
     while (end < line.size() && IsWordChar(line[end]) && line[end] != '.') ++end;
     if (end == pos + 9 || end - pos > 64) return std::nullopt;  // "cudaError" alone, or garbage
     name = line.substr(pos, end - pos);
-    message = jobs_text::Trim(line);
+    message = text::Trim(line);
   }
 
   Event event;

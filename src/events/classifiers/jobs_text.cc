@@ -49,12 +49,4 @@ std::optional<std::uint64_t> ParseByteSize(std::string_view text) {
   return *whole * multiplier + static_cast<std::uint64_t>(frac / 1000000);
 }
 
-std::string_view Trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\r\n";
-  const std::size_t begin = text.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  const std::size_t end = text.find_last_not_of(kSpace);
-  return text.substr(begin, end - begin + 1);
-}
-
 }  // namespace gpuscope::jobs_text

@@ -44,7 +44,4 @@ inline std::string Sanitize(std::string_view text, std::size_t max_bytes = kMaxF
   return classifier_text::Clean(text, max_bytes, kFieldRules);
 }
 
-// `text` without leading and trailing spaces, tabs, CR and LF.
-std::string_view Trim(std::string_view text);
-
 }  // namespace gpuscope::jobs_text

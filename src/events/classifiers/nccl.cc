@@ -10,6 +10,7 @@
 
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/jobs_text.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -167,7 +168,7 @@ std::optional<Event> ClassifyNcclLine(std::string_view line) {
   const auto marker = FindMarker(line);
   if (!marker) return std::nullopt;
   const Header header = ParseHeader(line.substr(0, marker->pos));
-  const std::string_view message = jobs_text::Trim(line.substr(marker->pos + marker->length));
+  const std::string_view message = text::Trim(line.substr(marker->pos + marker->length));
 
   Event event;
   event.event_class = "nccl";

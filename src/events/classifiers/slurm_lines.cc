@@ -11,6 +11,7 @@
 
 #include "src/events/classifiers/kernel_text.h"
 #include "src/events/classifiers/text.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -178,10 +179,7 @@ std::optional<Event> ClassifySrunTaskLine(std::string_view line) {
   for (char c : tasks) {
     if (!classifier_text::IsDigit(c) && c != '-' && c != ',') return std::nullopt;
   }
-  std::string_view what = s.substr(end + 2);
-  while (!what.empty() && (what.back() == '\n' || what.back() == '\r' || what.back() == ' ')) {
-    what.remove_suffix(1);
-  }
+  const std::string_view what = text::Trim(s.substr(end + 2));
   if (what.empty()) return std::nullopt;
 
   std::string node_text = CleanField(node, kMaxNameBytes);

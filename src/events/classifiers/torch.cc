@@ -19,6 +19,7 @@
 #include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/jobs_text.h"
 #include "src/events/classifiers/text.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -35,7 +36,7 @@ std::string_view KeyValue(std::string_view text, std::string_view key) {
   if (pos == std::string_view::npos) return {};
   std::string_view rest = text.substr(pos + key.size());
   const std::size_t end = rest.find_first_of(",)");
-  return jobs_text::Trim(end == std::string_view::npos ? rest : rest.substr(0, end));
+  return text::Trim(end == std::string_view::npos ? rest : rest.substr(0, end));
 }
 
 void AddNumber(Event& event, std::string_view key, std::optional<std::uint64_t> value) {
@@ -72,8 +73,7 @@ std::optional<std::uint64_t> SizeBefore(std::string_view text, std::string_view 
   const std::size_t from = pos > 24 ? pos - 24 : 0;
   const std::string_view window = text.substr(from, pos - from);
   const std::size_t sep = window.find_last_of(";(");
-  const std::string_view size =
-      jobs_text::Trim(sep == std::string_view::npos ? window : window.substr(sep + 1));
+  const std::string_view size = text::Trim(sep == std::string_view::npos ? window : window.substr(sep + 1));
   return jobs_text::ParseByteSize(size);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/core/log.h"
+#include "src/parsers/text.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -101,8 +102,7 @@ Status JournalReader::Position() {
   resume_cursor_.clear();
   if (!options_.checkpoint_path.empty()) {
     if (std::optional<std::string> text = ReadWholeFile(options_.checkpoint_path)) {
-      std::string saved = std::move(*text);
-      while (!saved.empty() && (saved.back() == '\n' || saved.back() == ' ')) saved.pop_back();
+      std::string saved(text::Trim(*text));
       if (!saved.empty() && saved.find('\0') == std::string::npos &&
           sd_journal_seek_cursor(journal_, saved.c_str()) >= 0) {
         resume_cursor_ = saved;

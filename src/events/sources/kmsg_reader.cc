@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "src/parsers/text.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -17,18 +18,13 @@ namespace {
 constexpr size_t kReadBufferBytes = 16 * 1024;  // larger than any kmsg record (kernel caps ~8 KiB)
 constexpr size_t kMaxPendingBytes = 1024 * 1024;
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 KmsgReader::KmsgReader(Options options) : options_(std::move(options)) {
   if (!options_.read_fn)
     options_.read_fn = [](int fd, void* buf, size_t len) { return ::read(fd, buf, len); };
   if (options_.boot_id.empty()) {
-    options_.boot_id = Trim(ReadWholeFile("/proc/sys/kernel/random/boot_id").value_or(""));
+    options_.boot_id = text::Trim(ReadWholeFile("/proc/sys/kernel/random/boot_id").value_or(""));
   }
 }
 
@@ -49,7 +45,7 @@ Status KmsgReader::Open() {
       size_t space = view.find(' ');
       if (space != std::string_view::npos && view.substr(0, space) == options_.boot_id) {
         std::string_view num = view.substr(space + 1);
-        while (!num.empty() && (num.back() == '\n' || num.back() == ' ')) num.remove_suffix(1);
+        num = text::Trim(num);
         uint64_t seq = 0;
         auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), seq);
         if (ec == std::errc() && ptr == num.data() + num.size() && !num.empty()) {

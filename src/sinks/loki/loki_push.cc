@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "src/core/json_string.h"
 #include "src/core/utf8.h"
 #include "src/sinks/otlp/protowire.h"
 
@@ -72,41 +73,6 @@ std::string EncodeEntry(const LokiEntry& entry) {
   AppendBytesField(out, 2, ToValidUtf8(entry.line));
   for (const auto& label : entry.structured_metadata) AppendBytesField(out, 3, EncodeLabelPair(label));
   return out;
-}
-
-void AppendJsonString(std::string& out, std::string_view raw) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const std::string text = ToValidUtf8(raw);
-  out.push_back('"');
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          out.append("\\u00");
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 0xf]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/parsers/text.h"
+
 namespace gpuscope {
 namespace {
 
@@ -34,12 +36,6 @@ bool IsTokenChar(char c) {
 
 bool IsToken(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), IsTokenChar); }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 ParseResult Error(int status, std::string_view reason) {
   return ParseResult{ParseOutcome::kError, 0, status, reason};
 }
@@ -48,7 +44,7 @@ ParseResult Error(int status, std::string_view reason) {
 bool HasToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    if (EqualsIgnoreCase(Trim(value.substr(0, comma)), token)) return true;
+    if (EqualsIgnoreCase(text::Trim(value.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -138,7 +134,7 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
     if (colon == std::string_view::npos) return Error(400, "malformed header field");
     std::string_view name = line.substr(0, colon);
     if (!IsToken(name)) return Error(400, "malformed header name");
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string_view value = text::Trim(line.substr(colon + 1));
     for (char c : value) {
       if (c == '\r' || c == '\0') return Error(400, "malformed header value");
     }

@@ -6,16 +6,11 @@
 #include <charconv>
 #include <vector>
 
+#include "src/parsers/text.h"
 #include "src/sinks/prometheus/http_request.h"
 
 namespace gpuscope {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // One element of a comma-separated header: the value before the first ';' and its parameters.
 struct Element {
@@ -33,16 +28,16 @@ std::vector<Element> ParseElements(std::string_view header) {
     header.remove_prefix(comma == std::string_view::npos ? header.size() : comma + 1);
     size_t semi = part.find(';');
     Element element;
-    element.value = Trim(part.substr(0, semi));
+    element.value = text::Trim(part.substr(0, semi));
     if (element.value.empty()) continue;
     while (semi != std::string_view::npos) {
       part.remove_prefix(semi + 1);
       semi = part.find(';');
-      std::string_view param = Trim(part.substr(0, semi));
+      std::string_view param = text::Trim(part.substr(0, semi));
       size_t eq = param.find('=');
       if (eq == std::string_view::npos) continue;
-      std::string_view key = Trim(param.substr(0, eq));
-      std::string_view value = Trim(param.substr(eq + 1));
+      std::string_view key = text::Trim(param.substr(0, eq));
+      std::string_view value = text::Trim(param.substr(eq + 1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
         value = value.substr(1, value.size() - 2);
       if (EqualsIgnoreCase(key, "q")) {

@@ -29,8 +29,4 @@ bool DecodeOtlpLogs(std::string_view body, std::vector<std::string>* lines, std:
 // Inflates a gzip (Content-Encoding: gzip) body, refusing output beyond max_bytes.
 bool Gunzip(std::string_view gz, size_t max_bytes, std::string* out);
 
-// Appends `s` as a JSON string literal: quotes, backslash and control bytes escaped, invalid UTF-8
-// replaced by U+FFFD.
-void AppendJsonString(std::string& out, std::string_view s);
-
 }  // namespace gpuscope::testing

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "src/core/json_string.h"
 #include "tests/tools/push_receiver/push_decoder.h"
 
 namespace gpuscope::testing {

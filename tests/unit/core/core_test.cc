@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "src/core/duration.h"
+#include "src/core/json_string.h"
 #include "src/core/log.h"
 #include "src/core/metric.h"
 #include "src/core/scheduler.h"
@@ -155,6 +156,24 @@ TEST(Scheduler, RunOncePublishesCollectorFamiliesAndSelfMetrics) {
   EXPECT_NE(Find(*snapshot, "gpuscope_collector_last_success_timestamp_seconds"), nullptr);
 }
 
+TEST(Scheduler, AfterCycleHookRunsOnceAfterEachPublishedCycle) {
+  SnapshotStore store;
+  Scheduler scheduler(&store);
+  scheduler.Add(std::make_unique<FakeCollector>("a", Status::Ok()), std::chrono::seconds(1));
+  scheduler.Add(std::make_unique<FakeCollector>("b", Status::Unavailable("down")), std::chrono::seconds(1));
+  int hooks = 0;
+  bool published_first = true;
+  scheduler.SetAfterCycle([&] {
+    ++hooks;
+    published_first =
+        published_first && Find(*store.Current(), hooks == 1 ? "a_value" : "b_value") != nullptr;
+  });
+  scheduler.RunOnce();
+  scheduler.RunOnce();
+  EXPECT_EQ(hooks, 4);
+  EXPECT_TRUE(published_first) << "the hook runs after the cycle's families are in the store";
+}
+
 TEST(Scheduler, HealthIsReadyAfterFirstCycleAndUnhealthyWhenASourceIsGone) {
   SnapshotStore store;
   Scheduler scheduler(&store);
@@ -219,6 +238,33 @@ TEST(Log, LogfmtQuotesAndEscapesValues) {
 TEST(Log, JsonLinesAreValidJsonObjects) {
   std::string line = FormatLogLine(LogFormat::kJson, "T", LogLevel::kInfo, "hi", {{"k", "v\"\\"}});
   EXPECT_EQ(line, "{\"ts\":\"T\",\"level\":\"info\",\"msg\":\"hi\",\"k\":\"v\\\"\\\\\"}\n");
+}
+
+std::string JsonString(std::string_view value) {
+  std::string out;
+  AppendJsonString(out, value);
+  return out;
+}
+
+TEST(JsonString, EmptyIsTwoQuotes) { EXPECT_EQ(JsonString(""), "\"\""); }
+
+TEST(JsonString, QuoteAndBackslashAreEscaped) { EXPECT_EQ(JsonString("a\"b\\c"), "\"a\\\"b\\\\c\""); }
+
+TEST(JsonString, LineBreaksAndTabUseShortEscapes) { EXPECT_EQ(JsonString("\r\n\t"), "\"\\r\\n\\t\""); }
+
+TEST(JsonString, OtherControlBytesNulAndDelAreUnicodeEscaped) {
+  EXPECT_EQ(JsonString(std::string("\0\x01\x1f\x7f", 4)), "\"\\u0000\\u0001\\u001f\\u007f\"");
+}
+
+TEST(JsonString, InvalidUtf8BecomesReplacementCharacterAndValidUtf8IsKept) {
+  EXPECT_EQ(JsonString("\xff\xC3\xA9\xC3"), "\"\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD\"");
+  EXPECT_TRUE(IsValidUtf8(JsonString("\x80\xC0\xAF\xED\xA0\x80")));
+}
+
+TEST(JsonString, AppendsWithoutTouchingWhatIsThere) {
+  std::string out = "{\"k\":";
+  AppendJsonString(out, "/");
+  EXPECT_EQ(out, "{\"k\":\"/\"");
 }
 
 TEST(Log, LevelsFilter) {
