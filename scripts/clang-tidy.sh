@@ -9,7 +9,7 @@ cd "$root"
 mapfile -t files < <(git ls-files 'src/*.cc' 'sim/*.cc')
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-run-clang-tidy -quiet -p "$dir" -j "$(nproc)" "${files[@]/#/$root/}" >"$out" 2>&1 || true
+run-clang-tidy -quiet -p "$dir" -j "$(nproc)" "${files[@]/#/$root/}" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" >"$out" || true
 if grep -qE '(warning|error):' "$out"; then
   grep -E -A3 '(warning|error):' "$out" | head -200
   echo "clang-tidy: $(grep -cE '(warning|error):' "$out") findings in ${#files[@]} files"

@@ -8,7 +8,6 @@
 
 using gpuscope::sim::GpuState;
 using gpuscope::sim::nvml::Call;
-using gpuscope::sim::nvml::Current;
 using gpuscope::sim::nvml::kEpochS;
 using gpuscope::sim::nvml::OnDevice;
 using gpuscope::sim::nvml::Scope;

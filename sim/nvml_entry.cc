@@ -17,7 +17,6 @@
 #include "sim/control.h"
 #include "src/core/mutex.h"
 
-using gpuscope::sim::FaultEffects;
 using gpuscope::sim::Simulator;
 using gpuscope::sim::nvml::Call;
 using gpuscope::sim::nvml::CopyString;

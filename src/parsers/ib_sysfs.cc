@@ -9,7 +9,6 @@ namespace gpuscope {
 namespace {
 
 using text::IsDigit;
-using text::IsHexDigit;
 using text::ParseWhole;
 using text::Trim;
 

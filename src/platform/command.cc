@@ -35,6 +35,7 @@ CommandResult RunCommandWithTimeout(const std::vector<std::string>& argv, std::c
   }
   // Everything the child needs is built before fork(): after it, only async-signal-safe calls.
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   int out_pipe[2];
@@ -130,7 +131,7 @@ CommandResult RunCommandWithTimeout(const std::vector<std::string>& argv, std::c
       usleep(1000);
     }
   }
-  std::string command = argv[0];
+  const std::string& command = argv[0];
   if (timed_out) {
     result.status =
         Status::DeadlineExceeded(command + " killed after " + std::to_string(timeout.count()) + " ms");

@@ -18,10 +18,11 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents, A
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      std::string err = std::strerror(errno);
+      std::string message = "write " + tmp + ": ";
+      message += std::strerror(errno);
       ::close(fd);
       ::unlink(tmp.c_str());
-      return Status::Unavailable("write " + tmp + ": " + err);
+      return Status::Unavailable(message);
     }
     done += static_cast<size_t>(n);
   }

@@ -24,8 +24,10 @@ std::string_view HostnameLabelName(DcgmCompat compat) {
 
 double ViolationValue(DcgmCompat compat, uint64_t violation_ns) {
   // DCGM 3 divided NVML's nanoseconds by 1000; DCGM 4 passes them through.
-  return compat == DcgmCompat::kDcgm3 ? static_cast<double>(violation_ns / 1000)
-                                      : static_cast<double>(violation_ns);
+  // The integer division is DCGM 3's own: it truncated to whole microseconds.
+  return compat == DcgmCompat::kDcgm3
+             ? static_cast<double>(violation_ns / 1000)  // NOLINT(bugprone-integer-division)
+             : static_cast<double>(violation_ns);
 }
 
 std::string_view ViolationUnit(DcgmCompat compat) { return compat == DcgmCompat::kDcgm3 ? "us" : "ns"; }

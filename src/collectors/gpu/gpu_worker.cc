@@ -35,7 +35,7 @@ GpuWorker::~GpuWorker() {
     thread_.detach();
 }
 
-void GpuWorker::Run(std::shared_ptr<State> state) {
+void GpuWorker::Run(const std::shared_ptr<State>& state) {
   GpuSampleBuffer buffer;
   std::shared_ptr<GpuDevice> device;  // this thread's reference, set once the open succeeds
   state->mu.Lock();

@@ -76,7 +76,7 @@ class GpuWorker {
     Outcome outcome GUARDED_BY(mu) = Outcome::kOk;
     std::string open_error GUARDED_BY(mu);
   };
-  static void Run(std::shared_ptr<State> state);
+  static void Run(const std::shared_ptr<State>& state);  // the thread holds its own copy
 
   unsigned int index_;
   std::shared_ptr<State> state_ = std::make_shared<State>();

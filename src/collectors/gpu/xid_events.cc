@@ -61,9 +61,11 @@ size_t XidEventMonitor::Watch(const std::vector<std::pair<nvmlDevice_t, unsigned
   return count;
 }
 
-void XidEventMonitor::Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_ptr<Shared> shared,
-                          std::shared_ptr<std::atomic<bool>> finished,
-                          std::vector<std::pair<nvmlDevice_t, unsigned int>> devices, unsigned int wait_ms) {
+void XidEventMonitor::Run(const std::shared_ptr<const NvmlLibrary>& nvml,
+                          const std::shared_ptr<Shared>& shared,
+                          const std::shared_ptr<std::atomic<bool>>& finished,
+                          const std::vector<std::pair<nvmlDevice_t, unsigned int>>& devices,
+                          unsigned int wait_ms) {
   const std::string gpus = IndexList(devices);
   nvmlEventSet_t set{};
   nvmlReturn_t r = nvml->nvmlEventSetCreate(&set);

@@ -69,9 +69,10 @@ class XidEventMonitor {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> finished;
   };
-  static void Run(std::shared_ptr<const NvmlLibrary> nvml, std::shared_ptr<Shared> shared,
-                  std::shared_ptr<std::atomic<bool>> finished,
-                  std::vector<std::pair<nvmlDevice_t, unsigned int>> devices, unsigned int wait_ms);
+  // The thread's own copies of the arguments (std::thread stores them) live as long as it runs.
+  static void Run(const std::shared_ptr<const NvmlLibrary>& nvml, const std::shared_ptr<Shared>& shared,
+                  const std::shared_ptr<std::atomic<bool>>& finished,
+                  const std::vector<std::pair<nvmlDevice_t, unsigned int>>& devices, unsigned int wait_ms);
 
   std::shared_ptr<const NvmlLibrary> nvml_;
   std::chrono::milliseconds wait_;

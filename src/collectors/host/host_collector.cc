@@ -347,6 +347,7 @@ std::vector<MetricDescription> HostCollector::Describe() const { return Descript
 
 Status HostCollector::Collect(std::vector<MetricFamily>& out) {
   std::vector<MetricFamily> families;
+  families.reserve(kFamilyCount);
   for (int f = 0; f < kFamilyCount; ++f) families.push_back(Empty(static_cast<Family>(f)));
   CollectGpus(families);
   if (options_.pressure) CollectPressure(families);

@@ -89,7 +89,7 @@ std::optional<Event> ClassifyOomKillLine(std::string_view line) {
   // ')' before the first key, or the last ')' on the line.
   size_t keys = Find(rest, ") total-vm:");
   size_t close = keys != std::string_view::npos ? keys : rest.rfind(')');
-  if (close == std::string_view::npos || close > kMaxNameBytes) return std::nullopt;
+  if (close > kMaxNameBytes) return std::nullopt;  // npos too
   std::string process = CleanField(rest.substr(0, close), kMaxNameBytes);
   std::string_view stats = rest.substr(close + 1);
 

@@ -32,7 +32,7 @@ struct Header {
 std::optional<Header> ParseHeader(std::string_view s) {
   if (s.empty() || s.front() != '(') return std::nullopt;
   size_t close = s.find(')');
-  if (close == std::string_view::npos || close > 40) return std::nullopt;
+  if (close > 40) return std::nullopt;  // npos too
   std::string_view addr = s.substr(1, close - 1);
   if (addr.starts_with("PCI:")) addr.remove_prefix(4);
   std::optional<PciAddress> pci = ParsePciAddress(addr);
@@ -61,7 +61,7 @@ std::optional<std::string_view> TakeKeyValue(std::string_view& s, std::string_vi
   if (!s.starts_with(key)) return std::nullopt;
   std::string_view v = s.substr(key.size());
   size_t end = v.find(", ");
-  if (end == std::string_view::npos || end > kMaxNameBytes * 2) return std::nullopt;
+  if (end > kMaxNameBytes * 2) return std::nullopt;  // npos too
   s = v.substr(end + 2);
   v = v.substr(0, end);
   if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') v = v.substr(1, v.size() - 2);

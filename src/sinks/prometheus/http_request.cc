@@ -87,7 +87,7 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
       break;
     }
   }
-  if (end == std::string_view::npos || end > kMaxRequestHeadBytes) {
+  if (end > kMaxRequestHeadBytes) {  // npos too
     if (buffer.size() >= kMaxRequestHeadBytes) return Error(431, "request header fields too large");
     return ParseResult{};
   }

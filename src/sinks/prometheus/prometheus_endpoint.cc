@@ -236,7 +236,8 @@ void PrometheusEndpoint::CollectSelfMetrics(std::vector<MetricFamily>& out) cons
                  {{{{"kind", "family"}}, static_cast<double>(stats.skipped_families)},
                   {{{"kind", "sample"}}, static_cast<double>(stats.skipped_samples)}}});
   HttpServerStats connections = server_->stats();
-  auto by_state = [&](const MetricDescription& d, std::vector<std::pair<const char*, uint64_t>> values) {
+  auto by_state = [&](const MetricDescription& d,
+                      const std::vector<std::pair<const char*, uint64_t>>& values) {
     MetricFamily family{d.name, d.help, d.type, "", {}};
     for (const auto& [state, value] : values) {
       family.samples.push_back({{{"state", state}}, static_cast<double>(value)});

@@ -79,7 +79,7 @@ bool IsClientManagedHeader(std::string_view lower_name) {
 constexpr const char* kLibcurl = "libcurl.so.4";
 
 struct CurlLibrary {
-#define GPUSCOPE_CURL_POINTER(name) decltype(&::name) name = nullptr;
+#define GPUSCOPE_CURL_POINTER(name) decltype(&::name) name = nullptr;  // NOLINT(bugprone-macro-parentheses)
   GPUSCOPE_CURL_FUNCTIONS(GPUSCOPE_CURL_POINTER)
 #undef GPUSCOPE_CURL_POINTER
   std::string error;  // why it could not be loaded; empty when loaded
@@ -158,7 +158,7 @@ using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 bool Append(Slist& list, const std::string& line) {
   curl_slist* appended = Lib().curl_slist_append(list.get(), line.c_str());
   if (appended == nullptr) return false;
-  list.release();
+  (void)list.release();  // curl_slist_append linked the old list into `appended`
   list.reset(appended);
   return true;
 }
@@ -310,7 +310,10 @@ Status BuildHeaderList(const std::vector<std::pair<std::string, std::string>>& h
       return Status::InvalidArgument("header " + name + " is set by the client");
     has_content_type = has_content_type || lower == "content-type";
     // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
-    listed = listed && Append(*list, value.empty() ? name + ";" : name + ": " + value);
+    std::string line = name;
+    line += value.empty() ? ";" : ": ";
+    line += value;
+    listed = listed && Append(*list, line);
   }
   // libcurl's default content type for a POST (a form) is not what was sent. Its "Expect: 100-continue"
   // on bodies over 1 MiB stays: a receiver refuses an oversized batch (413) before the body is sent,
@@ -385,7 +388,7 @@ Status HttpClient::Post(std::string_view body,
   *response = HttpClientResponse();
   if (interrupted_.load()) return Status::Unavailable("interrupted");
   Slist list;
-  const Status listed = BuildHeaderList(headers, &list);
+  Status listed = BuildHeaderList(headers, &list);
   if (!listed.ok()) return listed;
 
   Transfer transfer{&options_, response, 0, false, {}};
