@@ -19,6 +19,7 @@
 
 #include "src/node/gpu_directory.h"
 #include "src/parsers/mapping_files.h"
+#include "tests/unit/node/test_inventory.h"
 
 namespace gpuscope {
 namespace {
@@ -313,19 +314,7 @@ constexpr const char* kOtherMigUuid = "MIG-0b7e2d1c-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
 // What the GPU cycle publishes for a node with GPU 1 (whole) and GPU 2 in MIG mode, whose GPU instance 3
 // holds two MIG devices (compute instances).
 std::shared_ptr<const GpuInventory> FixtureGpus() {
-  auto inventory = std::make_shared<GpuInventory>();
-  inventory->devices.resize(3);
-  for (uint32_t i = 0; i < 3; ++i) inventory->devices[i].index = i;
-  GpuDeviceInventory& one = inventory->devices[1];
-  one.opened = true;
-  one.pci_bus_id = "00000000:18:00.0";
-  one.uuid = kGpu1Uuid;
-  GpuDeviceInventory& two = inventory->devices[2];
-  two.opened = true;
-  two.pci_bus_id = "00000000:2A:00.0";
-  two.uuid = "GPU-11111111-2222-4333-8444-555555555555";
-  two.mig.push_back({3, "3g.40gb", {kOtherMigUuid, kMigUuid}, std::nullopt});
-  return inventory;
+  return testing::OneWholeGpuAndOneInMig(kGpu1Uuid, {kOtherMigUuid, kMigUuid});
 }
 
 TEST(MappingDirSource, JobstatsFilesNamedByGpuUuidResolveToTheGpuAndMergeWithTheIndexFile) {

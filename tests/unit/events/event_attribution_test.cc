@@ -5,8 +5,12 @@
 #include <memory>
 #include <tuple>
 
+#include "tests/unit/node/test_inventory.h"
+
 namespace gpuscope {
 namespace {
+
+using testing::OpenedGpus;
 
 JobInfo Job(std::string id, std::string user, std::string account) {
   JobInfo job;
@@ -37,20 +41,6 @@ TEST(JobIdFromPathTest, IgnoresLookalikes) {
 }
 
 // An inventory of opened GPUs, as the GPU collector publishes it: (NVML index, PCI bus id, UUID).
-std::shared_ptr<const GpuInventory> OpenedGpus(
-    const std::vector<std::tuple<uint32_t, std::string, std::string>>& gpus) {
-  auto inventory = std::make_shared<GpuInventory>();
-  for (const auto& [index, bus, uuid] : gpus) {
-    if (inventory->devices.size() <= index) inventory->devices.resize(index + 1);
-    GpuDeviceInventory& device = inventory->devices[index];
-    device.index = index;
-    device.opened = true;
-    device.pci_bus_id = bus;
-    device.uuid = uuid;
-  }
-  return inventory;
-}
-
 class AttributeEventTest : public ::testing::Test {
  protected:
   void SetUp() override {

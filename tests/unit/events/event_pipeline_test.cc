@@ -14,9 +14,12 @@
 #include "src/node/gpu_directory.h"
 #include "src/node/job_table.h"
 #include "src/node/xid_ledger.h"
+#include "tests/unit/node/test_inventory.h"
 
 namespace gpuscope {
 namespace {
+
+using testing::OpenedGpus;
 
 JobInfo Job(std::string id, std::string user, std::string account) {
   JobInfo job;
@@ -57,20 +60,6 @@ double Value(const std::vector<MetricFamily>& families, std::string_view name,
 }
 
 // An inventory of opened GPUs, as the GPU collector publishes it: (NVML index, PCI bus id, UUID).
-std::shared_ptr<const GpuInventory> OpenedGpus(
-    const std::vector<std::tuple<uint32_t, std::string, std::string>>& gpus) {
-  auto inventory = std::make_shared<GpuInventory>();
-  for (const auto& [index, bus, uuid] : gpus) {
-    if (inventory->devices.size() <= index) inventory->devices.resize(index + 1);
-    GpuDeviceInventory& device = inventory->devices[index];
-    device.index = index;
-    device.opened = true;
-    device.pci_bus_id = bus;
-    device.uuid = uuid;
-  }
-  return inventory;
-}
-
 class EventPipelineTest : public ::testing::Test {
  protected:
   void SetUp() override {

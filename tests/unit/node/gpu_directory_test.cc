@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "tests/unit/node/test_inventory.h"
+
 namespace gpuscope {
 namespace {
 
@@ -14,22 +16,8 @@ constexpr const char* kGpuUuid = "GPU-8c6a1b2e-3d4f-4a5b-9c6d-7e8f9a0b1c2d";
 constexpr const char* kMigUuid = "MIG-265a219d-a49f-578a-825d-222c72699c16";
 constexpr const char* kOtherMigUuid = "MIG-0b7e2d1c-5a4f-4e3d-8c2b-1a0f9e8d7c6b";
 
-// GPU 1 whole; GPU 2 in MIG mode, its GPU instance 3 holding two MIG devices (compute instances); GPU 0
-// not opened yet (no identity).
 std::shared_ptr<const GpuInventory> TwoGpus() {
-  auto inventory = std::make_shared<GpuInventory>();
-  inventory->devices.resize(3);
-  for (uint32_t i = 0; i < 3; ++i) inventory->devices[i].index = i;
-  GpuDeviceInventory& one = inventory->devices[1];
-  one.opened = true;
-  one.pci_bus_id = "00000000:18:00.0";
-  one.uuid = kGpuUuid;
-  GpuDeviceInventory& two = inventory->devices[2];
-  two.opened = true;
-  two.pci_bus_id = "00000000:2A:00.0";
-  two.uuid = "GPU-11111111-2222-4333-8444-555555555555";
-  two.mig.push_back({3, "3g.40gb", {kOtherMigUuid, kMigUuid}, std::nullopt});
-  return inventory;
+  return testing::OneWholeGpuAndOneInMig(kGpuUuid, {kOtherMigUuid, kMigUuid});
 }
 
 TEST(GpuDirectory, FindsGpusByAnySpellingOfTheirBusId) {
