@@ -10,15 +10,8 @@
 namespace gpuscope {
 namespace {
 
+using testing::Job;
 using testing::OpenedGpus;
-
-JobInfo Job(std::string id, std::string user, std::string account) {
-  JobInfo job;
-  job.job_id = std::move(id);
-  job.user = std::move(user);
-  job.account = std::move(account);
-  return job;
-}
 
 TEST(JobIdFromPathTest, FindsSlurmOutputAndJobDirectories) {
   EXPECT_EQ(JobIdFromPath("/home/alice/run/slurm-4242.out"), "4242");

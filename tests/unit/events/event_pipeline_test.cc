@@ -19,15 +19,8 @@
 namespace gpuscope {
 namespace {
 
+using testing::Job;
 using testing::OpenedGpus;
-
-JobInfo Job(std::string id, std::string user, std::string account) {
-  JobInfo job;
-  job.job_id = std::move(id);
-  job.user = std::move(user);
-  job.account = std::move(account);
-  return job;
-}
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
-// Hand-made GpuInventory values, as the GPU collector publishes them, for the tests of the node state's
-// readers (GPU directory, event attribution, the mapping source, the event pipeline).
+// Hand-made node-state values for the tests of its readers (GPU directory, event attribution, the mapping
+// source, the event pipeline): GpuInventory as the GPU collector publishes it, and JobTable jobs.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/node/gpu_inventory.h"
+#include "src/node/job_table.h"
 
 namespace gpuscope::testing {
 
@@ -36,6 +37,15 @@ inline std::shared_ptr<const GpuInventory> OneWholeGpuAndOneInMig(const std::str
                                {2, "00000000:2A:00.0", "GPU-11111111-2222-4333-8444-555555555555"}});
   inventory->devices[2].mig.push_back({3, "3g.40gb", std::move(mig_uuids), std::nullopt});
   return inventory;
+}
+
+// A job with its owner, as a mapping file or scontrol gives it.
+inline JobInfo Job(std::string id, std::string user, std::string account) {
+  JobInfo job;
+  job.job_id = std::move(id);
+  job.user = std::move(user);
+  job.account = std::move(account);
+  return job;
 }
 
 }  // namespace gpuscope::testing
