@@ -516,7 +516,9 @@ TEST_F(HttpClientProxy, HttpsGoesThroughTheProxyNamedByHttpsProxyInATunnel) {
     testing::ProxyEnvironment environment;
     environment.Set(variable, proxy_.url());
     ScriptedServer server([](const TestHttpRequest& r) { return Answer(200, r.body); }, TlsOptions());
-    const std::string authority = "localhost:" + std::to_string(server.server().port());
+    // 127.0.0.1, not localhost: the proxy resolves the name itself, and a root without /etc/hosts (a
+    // fresh container) has no "localhost". The certificate names both.
+    const std::string authority = "127.0.0.1:" + std::to_string(server.server().port());
     auto client = MakeClient("https://" + authority + "/v1/logs", TrustingTheCa());
     for (int i = 0; i < 3; ++i) {
       HttpClientResponse response;
@@ -525,7 +527,7 @@ TEST_F(HttpClientProxy, HttpsGoesThroughTheProxyNamedByHttpsProxyInATunnel) {
       EXPECT_EQ(response.status, 200);
       EXPECT_EQ(response.body, "tunnelled");
     }
-    // One tunnel, kept for every request; TLS ran end to end (the server verified as localhost).
+    // One tunnel, kept for every request; TLS ran end to end (the server verified as 127.0.0.1).
     EXPECT_EQ(client->connections_opened(), 1u);
     const auto requests = server.requests();
     ASSERT_EQ(requests.size(), 3u);
@@ -612,8 +614,8 @@ TEST_F(HttpClientProxy, Http2IsNegotiatedThroughTheTunnel) {
   const Status started = server.Start(certificates_);
   ASSERT_TRUE(started.ok()) << started.ToString();
   environment_.Set("HTTPS_PROXY", proxy_.url());
-  auto client =
-      MakeClient("https://localhost:" + std::to_string(server.port()) + "/v1/logs", TrustingTheCa());
+  auto client =  // an address, not a name the proxy would have to resolve (see above)
+      MakeClient("https://127.0.0.1:" + std::to_string(server.port()) + "/v1/logs", TrustingTheCa());
   HttpClientResponse response;
   const Status status = client->Post("over h2 in a tunnel", {}, &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -621,7 +623,7 @@ TEST_F(HttpClientProxy, Http2IsNegotiatedThroughTheTunnel) {
   EXPECT_EQ(response.protocol, "HTTP/2");
   EXPECT_EQ(response.body, "over h2 in a tunnel");
   EXPECT_EQ(proxy_.Requests(),
-            std::vector<std::string>{"CONNECT localhost:" + std::to_string(server.port()) + " HTTP/1.1"});
+            std::vector<std::string>{"CONNECT 127.0.0.1:" + std::to_string(server.port()) + " HTTP/1.1"});
 }
 
 TEST_F(HttpClientProxy, AProxyThatIsDownIsAnError) {
