@@ -1,6 +1,8 @@
 #include "src/attribution/attributed_collector.h"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -103,34 +105,59 @@ MetricFamily Empty(Own which) {
 }
 
 // hpc_job on every GPU series, as dcgm-exporter does: one copy per job when several share the GPU. A
-// process series gets its own process's job instead.
-void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver,
+// process series gets its own process's job instead. The label sets come from `cache`: while a job
+// holds a GPU, its series get the same shared set every cycle.
+void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver, LabelSetCache& cache,
                   std::vector<MetricFamily>& families) {
+  // The jobs of each GPU or MIG instance, looked up once per cycle.
+  std::map<std::pair<int32_t, int32_t>, std::vector<const Allocation*>> jobs_by_subject;
+  auto jobs_of = [&](const SampleSubject& subject) -> const std::vector<const Allocation*>& {
+    auto [it, inserted] = jobs_by_subject.try_emplace({subject.gpu, subject.gpu_instance});
+    if (inserted) it->second = JobsFor(view, GpuKey(subject.gpu, subject.gpu_instance));
+    return it->second;
+  };
+  auto about_a_gpu = [](const SampleSubject& subject) {
+    return subject.pid == 0 && subject.gpu != SampleSubject::kNone;
+  };
   for (MetricFamily& family : families) {
+    const bool shared_gpus = std::any_of(family.samples.begin(), family.samples.end(), [&](const Sample& s) {
+      return about_a_gpu(s.subject) && jobs_of(s.subject).size() > 1;
+    });
+    if (!shared_gpus) {  // one job (or none) per series: relabelled in place
+      for (Sample& sample : family.samples) {
+        std::string job;
+        if (!about_a_gpu(sample.subject)) {
+          if (sample.subject.pid != 0 && resolver) job = resolver->JobOf(sample.subject.pid);
+        } else if (const auto& jobs = jobs_of(sample.subject); !jobs.empty()) {
+          job = jobs[0]->job_id;
+        }
+        sample.labels = cache.With(sample.labels, {{"hpc_job", job}});
+      }
+      continue;
+    }
     std::vector<Sample> labelled;
-    labelled.reserve(family.samples.size());
+    labelled.reserve(family.samples.size() + 8);
     for (Sample& sample : family.samples) {
-      const SampleSubject& subject = sample.subject;
-      if (subject.pid != 0 || subject.gpu == SampleSubject::kNone) {
-        std::string job = subject.pid != 0 && resolver ? resolver->JobOf(subject.pid) : std::string();
-        sample.labels.emplace_back("hpc_job", std::move(job));
+      if (!about_a_gpu(sample.subject)) {
+        const std::string job =
+            sample.subject.pid != 0 && resolver ? resolver->JobOf(sample.subject.pid) : std::string();
+        sample.labels = cache.With(sample.labels, {{"hpc_job", job}});
         labelled.push_back(std::move(sample));
         continue;
       }
-      auto jobs = JobsFor(view, GpuKey(subject.gpu, subject.gpu_instance));
-      if (jobs.size() <= 1) {
-        sample.labels.emplace_back("hpc_job", jobs.empty() ? std::string() : jobs[0]->job_id);
+      const auto& jobs = jobs_of(sample.subject);
+      if (jobs.empty()) {
+        sample.labels = cache.With(sample.labels, {{"hpc_job", ""}});
         labelled.push_back(std::move(sample));
         continue;
       }
       for (const Allocation* job : jobs) {
-        Sample copy = sample;
-        copy.labels.emplace_back("hpc_job", job->job_id);
-        labelled.push_back(std::move(copy));
+        labelled.push_back({cache.With(sample.labels, {{"hpc_job", job->job_id}}), sample.value, sample.subject});
       }
     }
     family.samples = std::move(labelled);
   }
+  cache.EndCycle();
 }
 
 // The families about allocations and their jobs, built from the JobTable and the GPU inventory.
@@ -266,7 +293,7 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   if (resolver_) node_->jobs().Update(AttributionSource::kProc, resolver_->Resolve(processes));
   std::shared_ptr<const JobTable::View> view = node_->jobs().Current();
 
-  if (options_.hpc_job_label) AddJobLabels(*view, resolver_.get(), families);
+  if (options_.hpc_job_label) AddJobLabels(*view, resolver_.get(), label_cache_, families);
   AllocationFamilies allocations = AllocationSeries(*inventory, *view, options_.now(), quiet_since_);
   node_->gpu_processes().Update(ProcessRefs(*inventory, resolver_.get()));
 

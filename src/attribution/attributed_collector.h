@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "src/core/collector.h"
+#include "src/core/label_cache.h"
 
 namespace gpuscope {
 
@@ -69,6 +70,7 @@ class AttributedCollector : public Collector {
   // (JobTable GPU key, job id) -> since when its utilisation has been below kIdleUtilisation in every
   // cycle (allocations not seen in a cycle are dropped).
   std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> quiet_since_;
+  LabelSetCache label_cache_;  // series labels + hpc_job, kept from cycle to cycle
 };
 
 }  // namespace gpuscope

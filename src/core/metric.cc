@@ -20,6 +20,23 @@ std::string_view MetricTypeName(MetricType type) {
   return "unknown";
 }
 
+Labels::Labels(std::vector<Pair> pairs)
+    : pairs_(pairs.empty() ? nullptr : std::make_shared<std::vector<Pair>>(std::move(pairs))) {}
+
+const std::vector<Labels::Pair>& Labels::pairs() const {
+  static const std::vector<Pair> kNone;
+  return pairs_ ? *pairs_ : kNone;
+}
+
+std::vector<Labels::Pair>& Labels::Mutable() {
+  if (!pairs_) {
+    pairs_ = std::make_shared<std::vector<Pair>>();
+  } else if (pairs_.use_count() > 1) {
+    pairs_ = std::make_shared<std::vector<Pair>>(*pairs_);
+  }
+  return *pairs_;
+}
+
 bool IsValidMetricName(std::string_view name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {

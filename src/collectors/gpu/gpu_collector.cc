@@ -162,7 +162,7 @@ void GpuCollector::LogDown(size_t i, const GpuDevice* device, const WorkerResult
 
 void GpuCollector::AppendXidLedger(const XidLedger& ledger,
                                    const std::vector<std::shared_ptr<const GpuDevice>>& devices,
-                                   std::vector<MetricFamily>& families) const {
+                                   std::vector<MetricFamily>& families) {
   std::map<std::string, size_t> by_bus;  // canonical PCI bus id -> GPU index, for the ledger's XIDs
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] == nullptr) continue;
@@ -180,20 +180,14 @@ void GpuCollector::AppendXidLedger(const XidLedger& ledger,
       // A GPU NVML does not show (lost before the agent started, or not opened): the kernel log's XIDs
       // still count, under its bus id.
       labels = PlaceholderGpuLabels(0, node_.host, node_.driver_version);
-      for (auto& [name, value] : labels) {
+      for (auto& [name, value] : labels.Mutable()) {
         if (name == "gpu") value.clear();
         if (name == "pci_bus_id") value = e.pci_bus_id;
       }
     }
-    std::string xid = std::to_string(e.xid);
-    Sample total{labels, static_cast<double>(e.count), subject};
-    total.labels.emplace_back("xid", xid);
-    total.labels.emplace_back("action", e.action);
-    family(GpuFamily::kXidErrorsTotal).samples.push_back(std::move(total));
-    Sample seen{std::move(labels), e.last_seen_seconds, subject};
-    seen.labels.emplace_back("xid", std::move(xid));
-    seen.labels.emplace_back("action", e.action);
-    family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back(std::move(seen));
+    const Labels& with_xid = label_cache_.With(labels, {{"xid", std::to_string(e.xid)}, {"action", e.action}});
+    family(GpuFamily::kXidErrorsTotal).samples.push_back({with_xid, static_cast<double>(e.count), subject});
+    family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back({with_xid, e.last_seen_seconds, subject});
   }
 }
 
@@ -227,6 +221,7 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     families[f].help = d.help;
     families[f].type = d.type;
     families[f].unit = d.unit;
+    families[f].samples.reserve(family_sizes_[f]);  // as many as last cycle: no growth on the way
   }
   auto family = [&](GpuFamily f) -> MetricFamily& { return families[static_cast<size_t>(f)]; };
   size_t reporting = 0;
@@ -238,11 +233,10 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     const SampleSubject subject{static_cast<int32_t>(i), SampleSubject::kNone, 0};
     family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0, subject});
     if (device != nullptr) {
-      Sample info{labels, 1, subject};
-      info.labels.emplace_back("serial", device->identity().serial);
-      info.labels.emplace_back("nvml_version", node_.nvml_version);
-      info.labels.emplace_back("mig_mode", device->mig_enabled() ? "enabled" : "disabled");
-      family(GpuFamily::kGpuInfo).samples.push_back(std::move(info));
+      const Labels& info = label_cache_.With(labels, {{"serial", device->identity().serial},
+                                                      {"nvml_version", node_.nvml_version},
+                                                      {"mig_mode", device->mig_enabled() ? "enabled" : "disabled"}});
+      family(GpuFamily::kGpuInfo).samples.push_back(Sample{info, 1, subject});
     }
     if (!up) {
       if (!gpu.was_down) LogDown(i, device, results[i]);
@@ -263,7 +257,9 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
             Sample{labels, static_cast<double>(xid_ledger.LastXid(device->identity().pci_bus_id)), subject});
   }
   AppendXidLedger(xid_ledger, devices, families);
+  label_cache_.EndCycle();
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
+    family_sizes_[f] = families[f].samples.size();
     if (!families[f].samples.empty()) out.push_back(std::move(families[f]));
   }
   if (reporting == 0) return Status::Unavailable("no GPU answered this cycle");

@@ -14,6 +14,7 @@
 // Healthy() from any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "src/collectors/gpu/field_table.h"
 #include "src/collectors/gpu/gpu_device.h"
 #include "src/core/collector.h"
+#include "src/core/label_cache.h"
 
 namespace gpuscope {
 
@@ -98,7 +100,7 @@ class GpuCollector : public Collector {
   void LogDown(size_t i, const GpuDevice* device, const WorkerResult& result) const;
   // The XID ledger's per-(GPU, XID) counts and last-seen times, by bus id (GPUs NVML lacks included).
   void AppendXidLedger(const XidLedger& ledger, const std::vector<std::shared_ptr<const GpuDevice>>& devices,
-                       std::vector<MetricFamily>& families) const;
+                       std::vector<MetricFamily>& families);
   // The inventory of this cycle from the workers' results (before their samples move into families).
   GpuInventory BuildInventory(const std::vector<std::shared_ptr<const GpuDevice>>& devices,
                               const std::vector<char>& up);
@@ -119,6 +121,8 @@ class GpuCollector : public Collector {
   std::unique_ptr<NodeState> own_node_state_;  // when options_.node_state is null
   NodeState* node_state_;
   std::map<std::pair<unsigned int, unsigned long long>, uint64_t> xids_fed_;  // NVML counts fed so far
+  LabelSetCache label_cache_;                         // GPU labels + info or XID labels, from cycle to cycle
+  std::array<size_t, kGpuFamilyCount> family_sizes_{};  // samples per family last cycle (to reserve)
 };
 
 }  // namespace gpuscope

@@ -278,22 +278,22 @@ bool GpuDevice::CheckLink(Link& link, int link_probe, nvmlReturn_t result) {
   return false;
 }
 
+const Labels& GpuDevice::LabelsOf(GpuFamily family) const {
+  return Spec(specs_, family).mig_labels ? labels_mig_slots_ : labels_;
+}
+
 void GpuDevice::Emit(GpuFamily family, double value) {
-  const Labels& labels = Spec(specs_, family).mig_labels ? labels_mig_slots_ : labels_;
-  out_->push_back(GpuSample{family, Sample{labels, value, Subject()}});
+  out_->push_back(GpuSample{family, Sample{LabelsOf(family), value, Subject()}});
 }
 
 void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1) {
-  Emit(family, value);
-  out_->back().sample.labels.emplace_back(k1, v1);
+  out_->push_back(GpuSample{family, Sample{label_cache_.With(LabelsOf(family), {{k1, v1}}), value, Subject()}});
 }
 
 void GpuDevice::EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1,
                          std::string_view k2, std::string_view v2) {
-  Emit(family, value);
-  Labels& labels = out_->back().sample.labels;
-  labels.emplace_back(k1, v1);
-  labels.emplace_back(k2, v2);
+  out_->push_back(
+      GpuSample{family, Sample{label_cache_.With(LabelsOf(family), {{k1, v1}, {k2, v2}}), value, Subject()}});
 }
 
 void GpuDevice::EmitMig(GpuFamily family, double value, const MigInstance& instance) {
@@ -322,6 +322,7 @@ GpuDevice::ReadOutcome GpuDevice::Read(GpuSampleBuffer* out) {
   ReadProcesses();
   ReadGpm();
   ReadMig();
+  label_cache_.EndCycle();
   out_ = nullptr;
   return lost_ ? ReadOutcome::kLost : ReadOutcome::kOk;
 }

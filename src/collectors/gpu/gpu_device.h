@@ -20,6 +20,7 @@
 #include "src/collectors/gpu/field_table.h"
 #include "src/collectors/gpu/gpm.h"
 #include "src/collectors/gpu/labels.h"
+#include "src/core/label_cache.h"
 #include "src/core/metric.h"
 #include "src/core/status.h"
 #include "src/platform/nvml/nvml_library.h"
@@ -140,6 +141,8 @@ class GpuDevice {
   bool Enabled(GpuProbe probe) const { return !lost_ && !disabled_.test(static_cast<size_t>(probe)); }
   bool CheckLink(Link& link, int link_probe, nvmlReturn_t result);
 
+  // The device's labels for `family` (with the empty MIG slots where the family has them).
+  const Labels& LabelsOf(GpuFamily family) const;
   void Emit(GpuFamily family, double value);
   void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1);
   void EmitWith(GpuFamily family, double value, std::string_view k1, std::string_view v1, std::string_view k2,
@@ -172,6 +175,7 @@ class GpuDevice {
   std::bitset<static_cast<size_t>(GpuProbe::kCount)> disabled_;
   bool lost_ = false;
   GpuSampleBuffer* out_ = nullptr;
+  LabelSetCache label_cache_;  // the device's labels + a link, reason, direction or process
 
   unsigned int max_pcie_gen_ = 0;  // 0: unknown
   unsigned int max_pcie_width_ = 0;

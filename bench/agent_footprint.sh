@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The agent's own footprint on a simulated node, at 8 and 48 GPUs (h100-training, default collectors,
+# default 1 s GPU interval): CPU share of one core while idle (one scrape every 15 s, as Prometheus
+# does), the simulator's part of it (perf samples in libnvidia-ml.so.1), RSS idle and after a load of
+# scrapes, threads, series, and scrape latency percentiles under `wrk -c4`. Writes a Markdown table.
+# Not part of the test run. Usage: bench/agent_footprint.sh [BUILD_DIR] [OUT.md] [IDLE_SECONDS] [LOAD_SECONDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+out=${2:-$root/bench/results/agent_footprint.md}
+idle_s=${3:-30}
+load_s=${4:-10}
+agent=$build/src/agent/gpuscope-agent
+sim=$build/sim/libnvidia-ml.so.1
+for tool in perf wrk curl; do
+  command -v "$tool" >/dev/null || { echo "agent_footprint: $tool missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+done
+work=$(mktemp -d -t gpuscope-footprint.XXXXXX)
+agent_pid=""
+cleanup() {
+  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ticks=$(getconf CLK_TCK)
+port=19417
+
+# cpu_ticks PID: utime + stime of the whole process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+status_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
+
+measure() {
+  local gpus=$1
+  sed "s/^  count: 8$/  count: $gpus/" "$root/sim/scenarios/h100-training.yaml" >"$work/scenario-$gpus.yaml"
+  GPUSCOPE_SIM_SCENARIO=$work/scenario-$gpus.yaml GPUSCOPE_SIM_KERNEL_LOG="" \
+    "$agent" --nvml.library "$sim" --web.listen-address "127.0.0.1:$port" --events.state-dir "$work/state-$gpus" \
+    >"$work/agent-$gpus.log" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+  sleep 5  # every collector has run once
+  local series
+  series=$(curl -s "http://127.0.0.1:$port/metrics" | grep -vc '^#')
+  local rss_start
+  rss_start=$(status_kib "$agent_pid" VmRSS)
+  # Idle: CPU over the window, one scrape every 15 s; perf samples the same window for the simulator's part.
+  perf record -q -F 499 -g -p "$agent_pid" -o "$work/perf-$gpus.data" -- sleep "$idle_s" >/dev/null 2>&1 &
+  local perf_pid=$!
+  local t0 c0
+  t0=$(date +%s.%N)
+  c0=$(cpu_ticks "$agent_pid")
+  local waited=0
+  while [ "$waited" -lt "$idle_s" ]; do
+    curl -s "http://127.0.0.1:$port/metrics" >/dev/null
+    sleep 15 & wait $! || true
+    waited=$((waited + 15))
+  done
+  local c1 t1
+  c1=$(cpu_ticks "$agent_pid")
+  t1=$(date +%s.%N)
+  wait "$perf_pid" || true
+  local cpu_pct
+  cpu_pct=$(awk -v c="$((c1 - c0))" -v hz="$ticks" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.2f", 100 * c / hz / (t1 - t0)}')
+  # Each perf sample's call chain is classified once: the simulator's library anywhere in it, else
+  # glibc's allocator or its arena lock (__lll_lock_*_private), else anything else.
+  local shares sim_pct malloc_pct
+  shares=$(perf script -i "$work/perf-$gpus.data" 2>/dev/null | awk '
+    BEGIN { RS = "" }
+    { n++
+      if ($0 ~ /libnvidia-ml\.so/) sim++
+      else if ($0 ~ /__lll_lock_(wait|wake)_private|[ \t](malloc|free|cfree|_int_malloc|_int_free|_int_free_merge_chunk|malloc_consolidate|unlink_chunk[.a-z0-9]*|_int_realloc|realloc|malloc_trim)\+/) heap++ }
+    END { if (n == 0) n = 1; printf "%.1f %.1f", 100 * sim / n, 100 * heap / n }')
+  read -r sim_pct malloc_pct <<<"$shares"
+  local rss_idle
+  rss_idle=$(status_kib "$agent_pid" VmRSS)
+  # Load: four connections scraping back to back.
+  wrk -c4 -t2 -d"${load_s}s" --latency "http://127.0.0.1:$port/metrics" >"$work/wrk-$gpus.txt"
+  local p50 p99 rps
+  p50=$(awk '$1 == "50%" {print $2}' "$work/wrk-$gpus.txt")
+  p99=$(awk '$1 == "99%" {print $2}' "$work/wrk-$gpus.txt")
+  rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$work/wrk-$gpus.txt")
+  local rss_load threads
+  rss_load=$(status_kib "$agent_pid" VmRSS)
+  threads=$(status_kib "$agent_pid" Threads)
+  kill "$agent_pid"
+  wait "$agent_pid" 2>/dev/null || true
+  agent_pid=""
+  printf '| %s | %s | %s %% | %s %% | %s %% | %s | %s | %s | %s | %s | %s |\n' "$gpus" "$series" "$cpu_pct" \
+    "$sim_pct" "$malloc_pct" "$((rss_idle / 1024)).$(((rss_idle % 1024) * 10 / 1024))" \
+    "$((rss_load / 1024)).$(((rss_load % 1024) * 10 / 1024))" "$threads" "$rps" "$p50" "$p99" |
+    tee -a "$work/rows"
+  : "$rss_start"
+}
+
+measure 8
+measure 48
+{
+  echo "# Agent footprint on the simulator ($(date -u +%Y-%m-%d), $(nproc) cores, $(git -C "$root" rev-parse --short HEAD))"
+  echo
+  echo "h100-training scenario, default collectors, GPU every 1 s, ${idle_s} s idle window (one scrape every 15 s),"
+  echo "then \`wrk -c4 -t2 -d${load_s}s\` on /metrics. CPU is % of one core over the idle window; \"sim\" and"
+  echo "\"malloc+locks\" are shares of that window's perf samples (the simulator's library; glibc malloc/free and"
+  echo "lock waits). RSS in MiB."
+  echo
+  echo "| GPUs | series | CPU idle | of it sim | of it malloc+locks | RSS idle | RSS after load | threads | scrapes/s | p50 | p99 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  cat "$work/rows"
+} >"$out"
+cat "$out"
