@@ -28,12 +28,11 @@ const Labels& LabelSetCache::With(const Labels& base, std::initializer_list<Extr
     return found->second.labels;
   }
   std::vector<Labels::Pair> pairs;
-  pairs.reserve(base.size() + extra.size());
-  pairs.insert(pairs.end(), base.begin(), base.end());
+  pairs.reserve(extra.size());
   for (const auto& [name, value] : extra) pairs.emplace_back(name, value);
   Entry& entry = entries_[key_];
   entry.base = base;
-  entry.labels = Labels(std::move(pairs));
+  entry.labels = Labels::Extend(base, std::move(pairs));
   return entry.labels;
 }
 

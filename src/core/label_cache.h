@@ -2,6 +2,8 @@
 // series' labels + hpc_job="1234"), built once and handed out again every cycle they are asked for, so
 // steady-state collection puts a shared Labels on each sample instead of allocating new pairs.
 //
+// The new set extends the base (Labels::Extend): its pairs are not copied.
+//
 // A set is kept while it is asked for: EndCycle() forgets the ones not asked for since the previous
 // EndCycle() (a process that exited, a job that ended), so the cache holds one cycle's worth of sets.
 // Entries are keyed by the base's storage (Labels::identity()) and the appended pairs; each entry keeps

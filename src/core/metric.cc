@@ -1,5 +1,8 @@
 #include "src/core/metric.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace gpuscope {
 namespace {
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -20,21 +23,68 @@ std::string_view MetricTypeName(MetricType type) {
   return "unknown";
 }
 
-Labels::Labels(std::vector<Pair> pairs)
-    : pairs_(pairs.empty() ? nullptr : std::make_shared<std::vector<Pair>>(std::move(pairs))) {}
+Labels::Labels(std::vector<Pair> pairs) {
+  if (pairs.empty()) return;
+  node_ = std::make_shared<Node>();
+  node_->own = std::move(pairs);
+}
 
-const std::vector<Labels::Pair>& Labels::pairs() const {
-  static const std::vector<Pair> kNone;
-  return pairs_ ? *pairs_ : kNone;
+Labels Labels::Extend(const Labels& base, std::vector<Pair> extra) {
+  if (base.empty()) return Labels(std::move(extra));
+  Labels out;
+  out.node_ = std::make_shared<Node>();
+  out.node_->parent = base;
+  out.node_->depth = base.node_->depth + 1;
+  out.node_->own = std::move(extra);
+  return out;
+}
+
+const Labels::Pair& Labels::operator[](size_t i) const {
+  const Node* node = node_.get();
+  while (i < node->parent.size()) node = node->parent.node_.get();
+  return node->own[i - node->parent.size()];
+}
+
+const Labels::Pair& Labels::at(size_t i) const {
+  if (i >= size()) throw std::out_of_range("Labels::at");
+  return (*this)[i];
+}
+
+void Labels::reserve(size_t n) {
+  if (!node_ || node_.use_count() > 1) return;  // the next change allocates anyway
+  node_->own.reserve(n - node_->parent.size());
+}
+
+void Labels::push_back(Pair pair) {
+  if (node_ && node_.use_count() == 1) {
+    node_->own.push_back(std::move(pair));
+    return;
+  }
+  if (node_ && node_->depth >= kMaxDepth) {
+    Mutable().push_back(std::move(pair));
+    return;
+  }
+  std::vector<Pair> extra;
+  extra.push_back(std::move(pair));
+  *this = Extend(*this, std::move(extra));
 }
 
 std::vector<Labels::Pair>& Labels::Mutable() {
-  if (!pairs_) {
-    pairs_ = std::make_shared<std::vector<Pair>>();
-  } else if (pairs_.use_count() > 1) {
-    pairs_ = std::make_shared<std::vector<Pair>>(*pairs_);
-  }
-  return *pairs_;
+  if (node_ && node_.use_count() == 1 && node_->parent.empty()) return node_->own;
+  auto flat = std::make_shared<Node>();
+  flat->own.reserve(size());
+  for (const Pair& pair : *this) flat->own.push_back(pair);
+  node_ = std::move(flat);
+  return node_->own;
+}
+
+bool operator==(const Labels& a, const Labels& b) {
+  if (a.node_ == b.node_) return true;
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+bool operator<(const Labels& a, const Labels& b) {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
 }
 
 bool IsValidMetricName(std::string_view name) {

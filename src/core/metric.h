@@ -5,7 +5,9 @@
 // Thread-safety: value types. A MetricFamily inside a published Snapshot is immutable.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -23,51 +25,87 @@ std::string_view MetricTypeName(MetricType type);  // "gauge", "counter", "info"
 // in the same order (fixed label sets per family).
 //
 // Shared and immutable: copying a Labels copies a reference (no allocation), so a label set built once
-// per device is put on every sample of every cycle for the price of a reference count. Changing one
-// (push_back, emplace_back, Mutable) first gives it its own copy of the pairs when they are shared:
-// code that changes labels per sample per cycle allocates, and should take the result from a
-// LabelSetCache instead. Reading never copies.
+// per device is put on every sample of every cycle for the price of a reference count. A set may extend
+// another one (Extend: a GPU's labels + link="3") without copying its pairs, so a thousand link series
+// of a GPU hold the GPU's pairs once. Changing a set (push_back, emplace_back) appends to it in place
+// when nothing else refers to it and extends it otherwise; Mutable() gives a private flat copy. Code that
+// would make new sets per sample per cycle should take them from a LabelSetCache instead.
 class Labels {
  public:
   using Pair = std::pair<std::string, std::string>;
   using value_type = Pair;
-  using const_iterator = std::vector<Pair>::const_iterator;
-  using iterator = const_iterator;  // reading only: change through Mutable()
+
+  // Walks the pairs in order (those of the set extended first).
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Pair;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Pair*;
+    using reference = const Pair&;
+    const_iterator() = default;
+    const_iterator(const Labels* labels, size_t index) : labels_(labels), index_(index) {}
+    reference operator*() const { return (*labels_)[index_]; }
+    pointer operator->() const { return &(*labels_)[index_]; }
+    const_iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator before = *this;
+      ++index_;
+      return before;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) { return a.index_ == b.index_; }
+
+   private:
+    const Labels* labels_ = nullptr;
+    size_t index_ = 0;
+  };
+  using iterator = const_iterator;  // reading only: change through push_back or Mutable()
 
   Labels() = default;
   Labels(std::initializer_list<Pair> pairs) : Labels(std::vector<Pair>(pairs)) {}
   explicit Labels(std::vector<Pair> pairs);
+  // `base`'s pairs followed by `extra`, sharing `base`'s storage.
+  static Labels Extend(const Labels& base, std::vector<Pair> extra);
 
-  size_t size() const { return pairs_ ? pairs_->size() : 0; }
+  size_t size() const;
   bool empty() const { return size() == 0; }
-  const_iterator begin() const { return pairs().begin(); }
-  const_iterator end() const { return pairs().end(); }
-  const Pair& operator[](size_t i) const { return pairs()[i]; }
-  const Pair& at(size_t i) const { return pairs().at(i); }
-  const Pair& front() const { return pairs().front(); }
-  const Pair& back() const { return pairs().back(); }
-  const std::vector<Pair>& pairs() const;
-  // The same pairs, and the same storage: copies of one set share it (what a cache can key on).
-  const void* identity() const { return pairs_.get(); }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size()}; }
+  const Pair& operator[](size_t i) const;
+  const Pair& at(size_t i) const;
+  const Pair& front() const { return (*this)[0]; }
+  const Pair& back() const { return (*this)[size() - 1]; }
+  // Copies share this: what a cache can key on.
+  const void* identity() const { return node_.get(); }
 
-  void reserve(size_t n) { Mutable().reserve(n); }
-  // Appends a pair (copy-on-write).
-  void push_back(Pair pair) { Mutable().push_back(std::move(pair)); }
+  void reserve(size_t n);
+  void push_back(Pair pair);
   template <typename K, typename V>
   void emplace_back(K&& name, V&& value) {
-    Mutable().emplace_back(std::forward<K>(name), std::forward<V>(value));
+    push_back(Pair(std::forward<K>(name), std::forward<V>(value)));
   }
-  // The pairs to change in place, after taking a private copy when they are shared.
+  // Every pair, flat and private to this set, to change in place.
   std::vector<Pair>& Mutable();
 
-  friend bool operator==(const Labels& a, const Labels& b) {
-    return a.pairs_ == b.pairs_ || a.pairs() == b.pairs();
-  }
-  friend bool operator<(const Labels& a, const Labels& b) { return a.pairs() < b.pairs(); }
+  friend bool operator==(const Labels& a, const Labels& b);
+  friend bool operator<(const Labels& a, const Labels& b);
 
  private:
-  std::shared_ptr<std::vector<Pair>> pairs_;  // never changed while shared (use_count > 1)
+  struct Node;
+  static constexpr int kMaxDepth = 4;  // deeper chains are flattened on the next change
+  std::shared_ptr<Node> node_;         // never changed while shared (use_count > 1)
 };
+
+struct Labels::Node {
+  Labels parent;          // the set this one extends (empty when flat)
+  std::vector<Pair> own;  // the pairs after the parent's
+  int depth = 0;          // extensions below this one
+};
+
+inline size_t Labels::size() const { return node_ ? node_->parent.size() + node_->own.size() : 0; }
 
 // What a sample is about, for the layers that enrich it after the collector (attribution ties a GPU
 // sample to the job holding that GPU or MIG instance, a process sample to its process's job). Set by the

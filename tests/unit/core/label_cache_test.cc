@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,37 @@ TEST(Labels, AnUnsharedSetIsChangedInPlace) {
   a.Mutable()[0].second = "2";
   EXPECT_EQ(a.identity(), before);
   EXPECT_EQ(a, (Labels{{"gpu", "2"}, {"device", "nvidia1"}}));
+}
+
+TEST(Labels, AnExtensionReadsTheBasePairsFromTheBaseStorage) {
+  const Labels link = Labels::Extend(kGpu, {{"link", "3"}, {"counter", "crc_flit"}});
+  ASSERT_EQ(link.size(), 4u);
+  EXPECT_EQ(&link[0], &kGpu[0]);  // not a copy
+  EXPECT_EQ(link.at(3), (Labels::Pair{"counter", "crc_flit"}));
+  EXPECT_THROW(link.at(4), std::out_of_range);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : link) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu", "UUID", "link", "counter"}));
+  EXPECT_EQ(link, (Labels{{"gpu", "0"},
+                          {"UUID", "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"},
+                          {"link", "3"},
+                          {"counter", "crc_flit"}}));
+}
+
+TEST(Labels, ChangingASharedSetManyTimesKeepsEveryPairInOrder) {
+  Labels labels = kGpu;
+  std::vector<Labels> kept;  // every step stays shared, so each change extends or flattens
+  for (int i = 0; i < 20; ++i) {
+    kept.push_back(labels);
+    labels.emplace_back("k" + std::to_string(i), std::to_string(i));
+  }
+  ASSERT_EQ(labels.size(), 22u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(labels[2 + i].second, std::to_string(i));
+  EXPECT_EQ(kept[5].size(), 7u);  // earlier sets did not change
+  std::vector<Labels::Pair>& flat = labels.Mutable();
+  flat[0].second = "9";
+  EXPECT_EQ(labels[0].second, "9");
+  EXPECT_EQ(kGpu[0].second, "0");
 }
 
 TEST(Labels, EmptySetsCompareEqualAndReadAsEmpty) {
