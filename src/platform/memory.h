@@ -6,11 +6,13 @@
 
 namespace gpuscope {
 
-// Caps glibc's malloc at one arena. glibc gives every thread that allocates its own arena and keeps what
-// it freed; with one worker per GPU plus the HTTP threads that is most of the agent's resident memory
-// (measured serving 8 simulated GPUs: 19.4 MiB with the default, 17.8 MiB with two arenas, 15.4 MiB with
-// one). The agent allocates little per cycle (about 1 ms of work per second across all threads), so one
-// arena costs no measurable contention. A no-op without glibc.
+// Caps glibc's malloc at one arena, and maps large buffers on their own. glibc gives every thread that
+// allocates its own arena and keeps what it freed; with one worker per GPU plus the HTTP threads that is
+// most of the agent's resident memory (measured serving 8 simulated GPUs: 19.4 MiB with the default,
+// 17.8 MiB with two arenas, 15.4 MiB with one). One arena is cheap only because steady-state collection
+// hardly allocates (shared label sets, see Labels): when every sample still built its own label
+// strings, 48 GPU workers spent 80% of the agent's CPU in malloc and this arena's lock
+// (bench/results/agent_footprint.md). A no-op without glibc.
 void LimitMallocArenas();
 
 // Hands the pages malloc holds free back to the kernel, so that resident memory shows what the process
