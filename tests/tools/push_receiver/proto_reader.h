@@ -1,7 +1,8 @@
 // Test-side protobuf wire-format reader: splits an encoded message into its fields by number, so tests
 // can check the bytes the sinks produce the way a real receiver would decode them. Rejects malformed
 // input (truncated varints, lengths past the end, unknown wire types, field number 0) instead of
-// reading out of bounds. Used only by tests and the wire_proto_reader fuzz target.
+// reading out of bounds. Used only by tests (the push receiver decodes with it) and the
+// wire_proto_reader fuzz target.
 //
 // Thread-safety: pure functions; safe to call concurrently.
 #pragma once

@@ -1,5 +1,7 @@
 // Unit tests for the jobs-family classifiers (NCCL, PyTorch watchdog/OOM, CUDA errors) and the fixture
 // corpus under tests/fixtures/events/jobs/ (one file per event class, plus lines that must not match).
+#include "src/events/classifiers/job_classifier.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "src/events/classifiers/job_classifier.h"
 #include "src/events/classifiers/jobs_text.h"
 
 namespace gpuscope {

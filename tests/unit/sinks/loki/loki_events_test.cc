@@ -1,12 +1,13 @@
 // Events to the wire: queue records through the Loki and OTLP event encoders, decoded again by the test
 // receiver's decoders (written from the wire formats, not from our encoders).
+#include "src/sinks/loki/loki_events.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "src/events/event_record.h"
-#include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "tests/tools/push_receiver/push_decoder.h"
 

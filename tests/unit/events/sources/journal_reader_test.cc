@@ -1,6 +1,8 @@
 // Tests of the journal source against real journal files: each test writes entries in the journal
 // export format and has systemd-journal-remote (the systemd tool that turns exported entries into
 // .journal files) write them into a directory the reader watches. No journald is needed.
+#include "src/events/sources/journal_reader.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/events/sources/journal_reader.h"
 #include "src/platform/command.h"
 #include "src/platform/file.h"
 

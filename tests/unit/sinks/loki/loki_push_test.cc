@@ -1,3 +1,5 @@
+#include "src/sinks/loki/loki_push.h"
+
 #include <gtest/gtest.h>
 #include <snappy.h>
 #include <unistd.h>
@@ -9,9 +11,8 @@
 #include <vector>
 
 #include "src/core/utf8.h"
-#include "src/sinks/loki/loki_push.h"
 #include "src/sinks/otlp/protowire.h"
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace gpuscope {
 namespace {

@@ -1,12 +1,12 @@
 // The squeue / sinfo / sdiag / sshare parsers on real Slurm 22.05 output and on edge cases.
+#include "src/parsers/slurm_scheduler.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "src/parsers/slurm_scheduler.h"
 
 namespace gpuscope {
 namespace {
@@ -16,7 +16,7 @@ using ::testing::IsEmpty;
 using ::testing::Optional;
 
 std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(GPUSCOPE_SLURM_TESTDATA) + "/" + name);
+  std::ifstream in(std::string(GPUSCOPE_SLURM_FIXTURES) + "/" + name);
   std::stringstream buffer;
   buffer << in.rdbuf();
   EXPECT_TRUE(in.good() || in.eof()) << name;

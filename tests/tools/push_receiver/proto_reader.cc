@@ -1,4 +1,4 @@
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace gpuscope::testing {
 namespace {

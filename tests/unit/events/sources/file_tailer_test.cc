@@ -1,3 +1,5 @@
+#include "src/events/sources/file_tailer.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "src/events/sources/file_source.h"
-#include "src/events/sources/file_tailer.h"
 
 namespace gpuscope {
 namespace {

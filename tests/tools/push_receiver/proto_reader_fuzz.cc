@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace {
 

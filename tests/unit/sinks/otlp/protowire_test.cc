@@ -1,10 +1,11 @@
+#include "src/sinks/otlp/protowire.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "src/core/utf8.h"
-#include "src/sinks/otlp/protowire.h"
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace gpuscope {
 namespace {

@@ -1,12 +1,13 @@
+#include "src/sinks/otlp/otlp_logs.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "src/core/utf8.h"
-#include "src/sinks/otlp/otlp_logs.h"
 #include "src/sinks/otlp/protowire.h"
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace gpuscope {
 namespace {
