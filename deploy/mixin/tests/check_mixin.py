@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of the gpuscope mixin beyond promtool's own (registered by deploy/mixin/mixin.cmake):
+"""Checks of the gpuscope mixin beyond promtool's own (registered by deploy/mixin/CMakeLists.txt):
 
     check_mixin.py alert-tests    every alert has a firing and a not-firing promtool case in tests/*.yaml
     check_mixin.py metadata       every alert has severity/team/category/scope, summary/description/
@@ -69,8 +69,8 @@ def check_alert_tests():
                 if name not in names:
                     unknown.add(f"{os.path.basename(path)}: {name}")
                 (firing if case.get("exp_alerts") else quiet).add(name)
-    cmake = open(os.path.join(MIXIN, "mixin.cmake"), encoding="utf-8").read()
-    problems = [f"tests/{os.path.basename(p)} is not run: list it in deploy/mixin/mixin.cmake"
+    cmake = open(os.path.join(MIXIN, "CMakeLists.txt"), encoding="utf-8").read()
+    problems = [f"tests/{os.path.basename(p)} is not run: list it in deploy/mixin/CMakeLists.txt"
                 for p in sorted(glob.glob(os.path.join(HERE, "*.yaml")))
                 if f"/tests/{os.path.basename(p)}" not in cmake]
     problems += [f"{n}: no firing case" for n in sorted(set(names) - firing)]

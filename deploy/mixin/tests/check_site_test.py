@@ -3,7 +3,8 @@
 must not reach a site: the committed files (their receiver, runbook and Grafana data source URLs are
 placeholders under .invalid), a variant generated with the demo's values (demo.libsonnet: a loopback
 webhook receiver and Prometheus, relative runbook paths), and a site that left one receiver on the
-placeholder; and that it accepts a variant in which a site set all of them. Registered by mixin.cmake.
+placeholder; and that it accepts a variant in which a site set all of them. Registered by
+deploy/mixin/CMakeLists.txt.
 """
 
 import json

@@ -12,7 +12,7 @@
 // use the agent's JSON string writer (a fault there would make those lines fail to parse, not pass).
 #include "src/core/json_string.h"
 #include "src/core/utf8.h"
-#include "tests/unit/sinks/wire/proto_reader.h"
+#include "tests/tools/push_receiver/proto_reader.h"
 
 namespace gpuscope::testing {
 namespace {

@@ -31,7 +31,7 @@ class FakeScontrol {
     chmod(path_.c_str(), 0755);
   }
   void PrintFixture() {
-    Write(std::string("tail -n +2 ") + GPUSCOPE_SLURM_TESTDATA + "/slurm_scontrol_show_job_all.txt");
+    Write(std::string("tail -n +2 ") + GPUSCOPE_SLURM_FIXTURES + "/slurm_scontrol_show_job_all.txt");
   }
   void FailAsControllerDown() {
     Write("echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1");

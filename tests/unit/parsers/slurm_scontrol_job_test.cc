@@ -11,7 +11,7 @@ namespace {
 
 // A fixture captured from a real Slurm 22.05 (see its first line), without that provenance line.
 std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCOPE_SLURM_TESTDATA) + "/" + name);
+  std::ifstream in(std::string(GPUSCOPE_SLURM_FIXTURES) + "/" + name);
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();

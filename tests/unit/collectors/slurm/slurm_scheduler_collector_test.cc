@@ -1,6 +1,6 @@
 // SlurmSchedulerCollector against fake Slurm commands (shell scripts printing committed real 22.05
-// output): families and labels, golden exposition, promtool lint, cache freshness, up 0 with a reason,
-// and a hung command killed at the timeout.
+// output, tests/fixtures/slurm): families and labels, golden exposition, promtool lint, cache freshness,
+// up 0 with a reason, and a hung command killed at the timeout.
 //
 // Golden files: testdata/*.prom. To regenerate after an intended change:
 //   GPUSCOPE_UPDATE_GOLDEN=1 ./slurm_scheduler_collector_test   (from the build dir's test folder)
@@ -28,7 +28,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kTestdata = GPUSCOPE_SLURM_TESTDATA;
+const std::string kFixtures = GPUSCOPE_SLURM_FIXTURES;  // the commands' output (tests/fixtures/slurm)
+const std::string kTestdata = GPUSCOPE_SLURM_TESTDATA;  // golden expositions
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -46,9 +47,9 @@ class FakeSlurm {
   }
   ~FakeSlurm() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
-  // The command prints `fixture` (a testdata file name; "" prints nothing) and exits 0.
+  // The command prints `fixture` (a file of tests/fixtures/slurm; "" prints nothing) and exits 0.
   void Prints(const std::string& command, const std::string& fixture) {
-    Write(command, fixture.empty() ? "exit 0\n" : "exec cat '" + kTestdata + "/" + fixture + "'\n");
+    Write(command, fixture.empty() ? "exit 0\n" : "exec cat '" + kFixtures + "/" + fixture + "'\n");
   }
   // The command fails as a Slurm client does when slurmctld does not answer.
   void Unreachable(const std::string& command) {
