@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent's own footprint on a simulated node, at 8 and 48 GPUs (h100-training, default collectors,
-# default 1 s GPU interval): CPU share of one core while idle (one scrape every 15 s, as Prometheus
+# default 1 s GPU interval): CPU share of one core while idle (one gzip scrape every 15 s, as Prometheus
 # does), the simulator's part of it (perf samples in libnvidia-ml.so.1), RSS idle and after a load of
 # scrapes, threads, series, and scrape latency percentiles under `wrk -c4`. Writes a Markdown table.
 # Not part of the test run. Usage: bench/agent_footprint.sh [BUILD_DIR] [OUT.md] [IDLE_SECONDS] [LOAD_SECONDS]
@@ -50,7 +50,7 @@ measure() {
   c0=$(cpu_ticks "$agent_pid")
   local waited=0
   while [ "$waited" -lt "$idle_s" ]; do
-    curl -s "http://127.0.0.1:$port/metrics" >/dev/null
+    curl -s --compressed "http://127.0.0.1:$port/metrics" >/dev/null  # gzip, as Prometheus asks
     sleep 15 & wait $! || true
     waited=$((waited + 15))
   done
@@ -72,8 +72,9 @@ measure() {
   read -r sim_pct malloc_pct <<<"$shares"
   local rss_idle
   rss_idle=$(status_kib "$agent_pid" VmRSS)
-  # Load: four connections scraping back to back.
-  wrk -c4 -t2 -d"${load_s}s" --latency "http://127.0.0.1:$port/metrics" >"$work/wrk-$gpus.txt"
+  # Load: four connections scraping back to back, with gzip as Prometheus does.
+  wrk -c4 -t2 -d"${load_s}s" --latency -H "Accept-Encoding: gzip" "http://127.0.0.1:$port/metrics" \
+    >"$work/wrk-$gpus.txt"
   local p50 p99 rps
   p50=$(awk '$1 == "50%" {print $2}' "$work/wrk-$gpus.txt")
   p99=$(awk '$1 == "99%" {print $2}' "$work/wrk-$gpus.txt")
@@ -97,7 +98,7 @@ measure 48
   echo "# Agent footprint on the simulator ($(date -u +%Y-%m-%d), $(nproc) cores, $(git -C "$root" rev-parse --short HEAD))"
   echo
   echo "h100-training scenario, default collectors, GPU every 1 s, ${idle_s} s idle window (one scrape every 15 s),"
-  echo "then \`wrk -c4 -t2 -d${load_s}s\` on /metrics. CPU is % of one core over the idle window; \"sim\" and"
+  echo "then \`wrk -c4 -t2 -d${load_s}s\` on /metrics (gzip, as Prometheus asks). CPU is % of one core over the idle window; \"sim\" and"
   echo "\"malloc+locks\" are shares of that window's perf samples (the simulator's library; glibc malloc/free and"
   echo "lock waits). RSS in MiB."
   echo

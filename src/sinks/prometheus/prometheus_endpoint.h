@@ -45,8 +45,9 @@ struct EndpointOptions {
   std::chrono::milliseconds read_timeout{30000};
 };
 
-// Caches rendered (and gzipped) bodies of the newest snapshot. Thread-safe; renders are serialized
-// so concurrent scrapes of a new snapshot render it once.
+// Caches rendered bodies of the newest snapshot: the plain text once a scrape asked for it, the gzipped
+// body for gzip requests (without keeping the text it was made from). Thread-safe; renders are
+// serialized so concurrent scrapes of a new snapshot render it once.
 class RenderCache {
  public:
   // The body for `snapshot` in `format`, gzipped when `gzip`. Never null.
