@@ -152,7 +152,8 @@ void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver, Labe
         continue;
       }
       for (const Allocation* job : jobs) {
-        labelled.push_back({cache.With(sample.labels, {{"hpc_job", job->job_id}}), sample.value, sample.subject});
+        labelled.push_back(
+            {cache.With(sample.labels, {{"hpc_job", job->job_id}}), sample.value, sample.subject});
       }
     }
     family.samples = std::move(labelled);

@@ -185,9 +185,11 @@ void GpuCollector::AppendXidLedger(const XidLedger& ledger,
         if (name == "pci_bus_id") value = e.pci_bus_id;
       }
     }
-    const Labels& with_xid = label_cache_.With(labels, {{"xid", std::to_string(e.xid)}, {"action", e.action}});
+    const Labels& with_xid =
+        label_cache_.With(labels, {{"xid", std::to_string(e.xid)}, {"action", e.action}});
     family(GpuFamily::kXidErrorsTotal).samples.push_back({with_xid, static_cast<double>(e.count), subject});
-    family(GpuFamily::kXidLastSeenTimestampSeconds).samples.push_back({with_xid, e.last_seen_seconds, subject});
+    family(GpuFamily::kXidLastSeenTimestampSeconds)
+        .samples.push_back({with_xid, e.last_seen_seconds, subject});
   }
 }
 
@@ -233,9 +235,10 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
     const SampleSubject subject{static_cast<int32_t>(i), SampleSubject::kNone, 0};
     family(GpuFamily::kGpuUp).samples.push_back(Sample{labels, up ? 1.0 : 0.0, subject});
     if (device != nullptr) {
-      const Labels& info = label_cache_.With(labels, {{"serial", device->identity().serial},
-                                                      {"nvml_version", node_.nvml_version},
-                                                      {"mig_mode", device->mig_enabled() ? "enabled" : "disabled"}});
+      const Labels& info =
+          label_cache_.With(labels, {{"serial", device->identity().serial},
+                                     {"nvml_version", node_.nvml_version},
+                                     {"mig_mode", device->mig_enabled() ? "enabled" : "disabled"}});
       family(GpuFamily::kGpuInfo).samples.push_back(Sample{info, 1, subject});
     }
     if (!up) {

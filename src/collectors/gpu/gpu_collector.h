@@ -121,7 +121,7 @@ class GpuCollector : public Collector {
   std::unique_ptr<NodeState> own_node_state_;  // when options_.node_state is null
   NodeState* node_state_;
   std::map<std::pair<unsigned int, unsigned long long>, uint64_t> xids_fed_;  // NVML counts fed so far
-  LabelSetCache label_cache_;                         // GPU labels + info or XID labels, from cycle to cycle
+  LabelSetCache label_cache_;  // GPU labels + info or XID labels, from cycle to cycle
   std::array<size_t, kGpuFamilyCount> family_sizes_{};  // samples per family last cycle (to reserve)
 };
 

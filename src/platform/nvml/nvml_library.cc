@@ -122,4 +122,39 @@ std::string_view NvmlReturnName(nvmlReturn_t result) {
   return "NVML_ERROR_(unlisted)";
 }
 
+double FieldValueAsDouble(const nvmlFieldValue_t& fv) {
+  switch (fv.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE:
+      return fv.value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return fv.value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(fv.value.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(fv.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(fv.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return fv.value.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return fv.value.usVal;
+  }
+  return 0;
+}
+
+uint64_t FieldValueAsU64(const nvmlFieldValue_t& fv) {
+  switch (fv.valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return fv.value.ullVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return fv.value.ulVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return fv.value.uiVal;
+    default: {
+      double d = FieldValueAsDouble(fv);
+      return d > 0 ? static_cast<uint64_t>(d) : 0;
+    }
+  }
+}
+
 }  // namespace gpuscope

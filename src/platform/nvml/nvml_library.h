@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -81,5 +82,10 @@ class NvmlLibrary {
 
 // "NVML_ERROR_GPU_IS_LOST"-style name of a return code, for logs and tests.
 std::string_view NvmlReturnName(nvmlReturn_t result);
+
+// The value of a field from nvmlDeviceGetFieldValues, whatever its valueType: as a double, and as an
+// unsigned count (negative and fractional values clamp and truncate).
+double FieldValueAsDouble(const nvmlFieldValue_t& fv);
+uint64_t FieldValueAsU64(const nvmlFieldValue_t& fv);
 
 }  // namespace gpuscope

@@ -95,7 +95,8 @@ TEST(LabelSetCache, SameArgumentsGiveTheSameSharedSetCycleAfterCycle) {
 
 TEST(LabelSetCache, DifferentPairsOrBasesGiveDifferentSets) {
   LabelSetCache cache;
-  const Labels other{{"gpu", "0"}, {"UUID", "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}};  // equal, not shared
+  const Labels other{{"gpu", "0"},
+                     {"UUID", "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}};  // equal, not shared
   const void* a = cache.With(kGpu, {{"link", "3"}}).identity();
   EXPECT_NE(cache.With(kGpu, {{"link", "4"}}).identity(), a);
   EXPECT_NE(cache.With(kGpu, {{"lin", "k3"}}).identity(), a);  // lengths are part of the key
@@ -134,7 +135,8 @@ TEST(LabelSetCache, AnEntryKeepsItsBaseAliveSoAReusedAddressCannotAlias) {
 TEST(LabelSetCache, SetsHandedOutAreSafeToCopyAndReadFromOtherThreads) {
   LabelSetCache cache;
   std::vector<Labels> published;
-  for (int link = 0; link < 18; ++link) published.push_back(cache.With(kGpu, {{"link", std::to_string(link)}}));
+  for (int link = 0; link < 18; ++link)
+    published.push_back(cache.With(kGpu, {{"link", std::to_string(link)}}));
   std::vector<std::thread> readers;
   std::vector<size_t> seen(4, 0);
   for (size_t t = 0; t < seen.size(); ++t) {
