@@ -83,14 +83,21 @@ bool GzipCompress(std::string_view in, std::string& out) {
   // windowBits 15 + 16: gzip wrapper. Level 1: the bodies are cached, but a new snapshot's first scrape
   // pays the compression, and metric text compresses well even at the fastest level.
   if (deflateInit2(&stream, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
-  out.resize(deflateBound(&stream, in.size()));
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   stream.avail_in = static_cast<uInt>(in.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
+  // In chunks, not into a buffer of deflateBound's size: the cached body would keep that capacity (the
+  // size of the text, 30 times the compressed size) resident until the next snapshot.
+  std::vector<Bytef> chunk(64 * 1024);
+  out.clear();
+  int rc = Z_OK;
+  while (rc == Z_OK) {  // Z_OK with Z_FINISH: more output to come
+    stream.next_out = chunk.data();
+    stream.avail_out = static_cast<uInt>(chunk.size());
+    rc = deflate(&stream, Z_FINISH);
+    out.append(reinterpret_cast<const char*>(chunk.data()), chunk.size() - stream.avail_out);
+  }
   deflateEnd(&stream);
+  out.shrink_to_fit();
   return rc == Z_STREAM_END;
 }
 

@@ -61,5 +61,24 @@ TEST(PrometheusNegotiation, GzipRoundTripsThroughZlibInflate) {
   EXPECT_EQ(testing::Gunzip(compressed), "");
 }
 
+// Output of many deflate chunks (a pseudo-random body compresses little), and a cached body that holds
+// what it needs, not the text's size: the endpoint keeps it until the next snapshot.
+TEST(PrometheusNegotiation, GzipOfALargeBodyRoundTripsAndKeepsNoSpareCapacity) {
+  std::string text;
+  uint32_t state = 12345;
+  for (int i = 0; i < 1 << 20; ++i) {
+    state = state * 1103515245u + 12345u;
+    text += static_cast<char>('a' + (state >> 16) % 26);
+  }
+  std::string compressed;
+  ASSERT_TRUE(GzipCompress(text, compressed));
+  EXPECT_GT(compressed.size(), 256u * 1024);  // several 64 KiB chunks
+  EXPECT_EQ(testing::Gunzip(compressed), text);
+  std::string repetitive(4 << 20, 'x');
+  ASSERT_TRUE(GzipCompress(repetitive, compressed));
+  EXPECT_LT(compressed.capacity(), 64u * 1024);
+  EXPECT_EQ(testing::Gunzip(compressed), repetitive);
+}
+
 }  // namespace
 }  // namespace gpuscope
