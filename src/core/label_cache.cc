@@ -1,38 +1,51 @@
 #include "src/core/label_cache.h"
 
-#include <cstdint>
 #include <vector>
 
 namespace gpuscope {
 namespace {
 
-// Appends `text` with its length in front, so that no two argument lists give the same key.
-void AppendField(std::string& key, std::string_view text) {
-  const auto size = static_cast<uint32_t>(text.size());
-  key.append(reinterpret_cast<const char*>(&size), sizeof size);
-  key.append(text);
+// FNV-1a over the pairs, each field's length first, so that no two argument lists hash alike by
+// construction (only by chance).
+uint64_t HashExtra(std::initializer_list<LabelSetCache::Extra> extra) {
+  uint64_t hash = 14695981039346656037ull;
+  auto mix = [&hash](std::string_view text) {
+    for (size_t n = text.size(), i = 0; i < sizeof n; ++i, n >>= 8)
+      hash = (hash ^ (n & 0xff)) * 1099511628211ull;
+    for (const char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  };
+  for (const auto& [name, value] : extra) {
+    mix(name);
+    mix(value);
+  }
+  return hash;
+}
+
+// Whether `labels` ends with exactly the pairs of `extra`.
+bool EndsWith(const Labels& labels, std::initializer_list<LabelSetCache::Extra> extra) {
+  if (labels.size() < extra.size()) return false;
+  size_t i = labels.size() - extra.size();
+  for (const auto& [name, value] : extra) {
+    if (labels[i].first != name || labels[i].second != value) return false;
+    ++i;
+  }
+  return true;
 }
 
 }  // namespace
 
 const Labels& LabelSetCache::With(const Labels& base, std::initializer_list<Extra> extra) {
-  key_.clear();
-  const void* identity = base.identity();
-  key_.append(reinterpret_cast<const char*>(&identity), sizeof identity);
-  for (const auto& [name, value] : extra) {
-    AppendField(key_, name);
-    AppendField(key_, value);
+  const Key key{base.identity(), HashExtra(extra)};
+  auto [it, inserted] = entries_.try_emplace(key);
+  Entry& entry = it->second;
+  entry.used = true;
+  // A new key, or (by a hash collision) another set under it: build the asked-for one.
+  if (inserted || entry.labels.size() != base.size() + extra.size() || !EndsWith(entry.labels, extra)) {
+    std::vector<Labels::Pair> pairs;
+    pairs.reserve(extra.size());
+    for (const auto& [name, value] : extra) pairs.emplace_back(name, value);
+    entry.labels = Labels::Extend(base, std::move(pairs));
   }
-  if (auto found = entries_.find(std::string_view(key_)); found != entries_.end()) {
-    found->second.used = true;
-    return found->second.labels;
-  }
-  std::vector<Labels::Pair> pairs;
-  pairs.reserve(extra.size());
-  for (const auto& [name, value] : extra) pairs.emplace_back(name, value);
-  Entry& entry = entries_[key_];
-  entry.base = base;
-  entry.labels = Labels::Extend(base, std::move(pairs));
   return entry.labels;
 }
 
