@@ -165,6 +165,60 @@ void Wake(int fd) {
   [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
 }
 
+// Binds and listens on `host`:`port` (an empty host: all interfaces, IPv6 dual-stack when the host has
+// IPv6, else IPv4), trying each address getaddrinfo gives until one works. InvalidArgument when the
+// address does not resolve; Unavailable when no address can be bound (the last error is named).
+Status OpenListeningSocket(const std::string& listen_address, const std::string& host, uint16_t port,
+                           int* listen_fd) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* results = nullptr;
+  std::string port_text = std::to_string(port);
+  // An empty host means all interfaces: prefer the IPv6 wildcard (dual-stack), fall back to IPv4.
+  if (host.empty()) hints.ai_family = AF_INET6;
+  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port_text.c_str(), &hints, &results);
+  if (rc != 0 && host.empty()) {
+    hints.ai_family = AF_INET;
+    rc = getaddrinfo(nullptr, port_text.c_str(), &hints, &results);
+  }
+  if (rc != 0) {
+    return Status::InvalidArgument("listen address \"" + listen_address + "\": " + gai_strerror(rc));
+  }
+  std::string last_error = "no usable address";
+  *listen_fd = -1;
+  for (addrinfo* ai = results; ai != nullptr && *listen_fd < 0; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ai->ai_family == AF_INET6 && host.empty())
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+      last_error = std::strerror(errno);
+      close(fd);
+      continue;
+    }
+    *listen_fd = fd;
+  }
+  freeaddrinfo(results);
+  if (*listen_fd < 0) return Status::Unavailable("cannot listen on " + listen_address + ": " + last_error);
+  return Status::Ok();
+}
+
+// The port a bound socket listens on (the one the kernel chose for port 0).
+uint16_t BoundPort(int fd) {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
 }  // namespace
 
 HttpServer::HttpServer(HttpServerOptions options)
@@ -201,49 +255,9 @@ Status HttpServer::Start() {
   struct sigaction current {};
   if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
 
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* results = nullptr;
-  std::string port_text = std::to_string(port);
-  // An empty host means all interfaces: prefer the IPv6 wildcard (dual-stack), fall back to IPv4.
-  if (host.empty()) hints.ai_family = AF_INET6;
-  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port_text.c_str(), &hints, &results);
-  if (rc != 0 && host.empty()) {
-    hints.ai_family = AF_INET;
-    rc = getaddrinfo(nullptr, port_text.c_str(), &hints, &results);
-  }
-  if (rc != 0) {
-    return Status::InvalidArgument("listen address \"" + options_.listen_address + "\": " + gai_strerror(rc));
-  }
-  std::string last_error = "no usable address";
-  for (addrinfo* ai = results; ai != nullptr && listen_fd_ < 0; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last_error = std::strerror(errno);
-      continue;
-    }
-    int one = 1, zero = 0;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (ai->ai_family == AF_INET6 && host.empty())
-      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-      last_error = std::strerror(errno);
-      close(fd);
-      continue;
-    }
-    listen_fd_ = fd;
-  }
-  freeaddrinfo(results);
-  if (listen_fd_ < 0) {
-    return Status::Unavailable("cannot listen on " + options_.listen_address + ": " + last_error);
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  status = OpenListeningSocket(options_.listen_address, host, port, &listen_fd_);
+  if (!status.ok()) return status;
+  port_ = BoundPort(listen_fd_);
 
   int flags = fcntl(listen_fd_, F_GETFL);
   fcntl(listen_fd_, F_SETFL, flags | O_NONBLOCK);  // the loop accepts until EAGAIN
