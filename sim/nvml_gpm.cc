@@ -74,11 +74,62 @@ nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sa
   return NVML_SUCCESS;
 }
 
-struct MetricInfo {
+// One GPM metric the simulator computes: the rate of one activity integral between two samples, times
+// the factor to NVML's unit. A null integral: a unit the simulated workloads never use, always 0.
+struct GpmMetric {
   unsigned id;
   const char* short_name;
   const char* unit;
+  double ActivityIntegrals::*integral;
+  double factor;
 };
+
+constexpr double kPercent = 100;
+constexpr double kPerMiB = 1.0 / (1024.0 * 1024);  // a power of two: the same as dividing by 1 MiB
+
+const GpmMetric kGpmMetrics[] = {
+    {NVML_GPM_METRIC_GRAPHICS_UTIL, "gr_util", "%", &ActivityIntegrals::util, kPercent},
+    {NVML_GPM_METRIC_SM_UTIL, "sm_util", "%", &ActivityIntegrals::sm_active, kPercent},
+    {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy", "%", &ActivityIntegrals::occupancy, kPercent},
+    {NVML_GPM_METRIC_INTEGER_UTIL, "integer_util", "%", &ActivityIntegrals::integer, kPercent},
+    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util", "%", &ActivityIntegrals::tensor, kPercent},
+    {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util", "%", nullptr, kPercent},
+    // The simulated workloads use half-precision tensor cores.
+    {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util", "%", &ActivityIntegrals::tensor, kPercent},
+    {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util", "%", nullptr, kPercent},
+    {NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_bw_util", "%", &ActivityIntegrals::dram, kPercent},
+    {NVML_GPM_METRIC_FP64_UTIL, "fp64_util", "%", &ActivityIntegrals::fp64, kPercent},
+    {NVML_GPM_METRIC_FP32_UTIL, "fp32_util", "%", &ActivityIntegrals::fp32, kPercent},
+    {NVML_GPM_METRIC_FP16_UTIL, "fp16_util", "%", &ActivityIntegrals::fp16, kPercent},
+    {NVML_GPM_METRIC_PCIE_TX_PER_SEC, "pcie_tx", "MiB/sec", &ActivityIntegrals::pcie_tx_bytes, kPerMiB},
+    {NVML_GPM_METRIC_PCIE_RX_PER_SEC, "pcie_rx", "MiB/sec", &ActivityIntegrals::pcie_rx_bytes, kPerMiB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, "nvlink_total_rx", "MiB/sec",
+     &ActivityIntegrals::nvlink_rx_bytes, kPerMiB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, "nvlink_total_tx", "MiB/sec",
+     &ActivityIntegrals::nvlink_tx_bytes, kPerMiB},
+};
+
+const GpmMetric* FindGpmMetric(unsigned id) {
+  for (const GpmMetric& metric : kGpmMetrics) {
+    if (metric.id == id) return &metric;
+  }
+  return nullptr;
+}
+
+// Copies the two samples of a metrics request. INVALID_ARGUMENT unless both were allocated and taken,
+// of the same GPU or MIG instance.
+nvmlReturn_t CopySamples(const nvmlGpmMetricsGet_t& request, nvmlGpmSample_st& s1, nvmlGpmSample_st& s2) {
+  {
+    gpuscope::MutexLock lock(&g_samples_mu);
+    if (g_samples.count(request.sample1) == 0 || g_samples.count(request.sample2) == 0) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    s1 = *request.sample1;
+    s2 = *request.sample2;
+  }
+  if (!s1.taken || !s2.taken || s1.gpu != s2.gpu || s1.mig != s2.mig) return NVML_ERROR_INVALID_ARGUMENT;
+  return NVML_SUCCESS;
+}
 
 char* Text(const char* s) { return const_cast<char*>(s); }  // NVML's struct has char*; callers only read
 
@@ -137,97 +188,25 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
   }
   nvmlGpmSample_st s1;
   nvmlGpmSample_st s2;
-  {
-    gpuscope::MutexLock lock(&g_samples_mu);
-    if (g_samples.count(metrics_get->sample1) == 0 || g_samples.count(metrics_get->sample2) == 0) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
-    s1 = *metrics_get->sample1;
-    s2 = *metrics_get->sample2;
-  }
-  if (!s1.taken || !s2.taken || s1.gpu != s2.gpu || s1.mig != s2.mig) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t r = CopySamples(*metrics_get, s1, s2); r != NVML_SUCCESS) return r;
   // Over the interval between the samples; for two samples at the same instant (frozen time), the
   // instantaneous rates.
   const double dt = s2.t - s1.t;
   auto rate = [&](double ActivityIntegrals::*field) {
     return dt != 0 ? (s2.integrals.*field - s1.integrals.*field) / dt : s2.rates.*field;
   };
-  constexpr double kMiB = 1024.0 * 1024;
-  static const MetricInfo kInfo[] = {
-      {NVML_GPM_METRIC_GRAPHICS_UTIL, "gr_util", "%"},
-      {NVML_GPM_METRIC_SM_UTIL, "sm_util", "%"},
-      {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy", "%"},
-      {NVML_GPM_METRIC_INTEGER_UTIL, "integer_util", "%"},
-      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util", "%"},
-      {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util", "%"},
-      {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util", "%"},
-      {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util", "%"},
-      {NVML_GPM_METRIC_DRAM_BW_UTIL, "dram_bw_util", "%"},
-      {NVML_GPM_METRIC_FP64_UTIL, "fp64_util", "%"},
-      {NVML_GPM_METRIC_FP32_UTIL, "fp32_util", "%"},
-      {NVML_GPM_METRIC_FP16_UTIL, "fp16_util", "%"},
-      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, "pcie_tx", "MiB/sec"},
-      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, "pcie_rx", "MiB/sec"},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, "nvlink_total_rx", "MiB/sec"},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, "nvlink_total_tx", "MiB/sec"},
-  };
   for (unsigned i = 0; i < metrics_get->numMetrics; ++i) {
     nvmlGpmMetric_t& metric = metrics_get->metrics[i];
     metric.nvmlReturn = NVML_SUCCESS;
     metric.value = 0;
     metric.metricInfo = {};
-    switch (metric.metricId) {
-      case NVML_GPM_METRIC_GRAPHICS_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::util);
-        break;
-      case NVML_GPM_METRIC_SM_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::sm_active);
-        break;
-      case NVML_GPM_METRIC_SM_OCCUPANCY:
-        metric.value = 100 * rate(&ActivityIntegrals::occupancy);
-        break;
-      case NVML_GPM_METRIC_INTEGER_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::integer);
-        break;
-      case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
-      case NVML_GPM_METRIC_HMMA_TENSOR_UTIL:  // the simulated workloads use half-precision tensor cores
-        metric.value = 100 * rate(&ActivityIntegrals::tensor);
-        break;
-      case NVML_GPM_METRIC_DFMA_TENSOR_UTIL:
-      case NVML_GPM_METRIC_IMMA_TENSOR_UTIL:
-        break;
-      case NVML_GPM_METRIC_DRAM_BW_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::dram);
-        break;
-      case NVML_GPM_METRIC_FP64_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::fp64);
-        break;
-      case NVML_GPM_METRIC_FP32_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::fp32);
-        break;
-      case NVML_GPM_METRIC_FP16_UTIL:
-        metric.value = 100 * rate(&ActivityIntegrals::fp16);
-        break;
-      case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
-        metric.value = rate(&ActivityIntegrals::pcie_tx_bytes) / kMiB;
-        break;
-      case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
-        metric.value = rate(&ActivityIntegrals::pcie_rx_bytes) / kMiB;
-        break;
-      case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
-        metric.value = rate(&ActivityIntegrals::nvlink_rx_bytes) / kMiB;
-        break;
-      case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
-        metric.value = rate(&ActivityIntegrals::nvlink_tx_bytes) / kMiB;
-        break;
-      default:
-        metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-        continue;
+    const GpmMetric* known = FindGpmMetric(metric.metricId);
+    if (known == nullptr) {
+      metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      continue;
     }
-    for (const MetricInfo& info : kInfo) {
-      if (info.id == metric.metricId)
-        metric.metricInfo = {Text(info.short_name), Text(info.short_name), Text(info.unit)};
-    }
+    if (known->integral != nullptr) metric.value = rate(known->integral) * known->factor;
+    metric.metricInfo = {Text(known->short_name), Text(known->short_name), Text(known->unit)};
   }
   return NVML_SUCCESS;
 }

@@ -140,37 +140,37 @@ GpuState InitialState(const Scenario& s, unsigned gpu) {
   return st;
 }
 
-void Step(const Scenario& s, unsigned gpu, GpuState& st) {
-  const GpuConfig& g = s.gpus[gpu];
-  const GpuModel& m = *g.model;
-  const Workload& w = g.workload;
-  st.tick += 1;
-  st.t = static_cast<double>(st.tick) * kTickS;
-  const FaultEffects fx = EffectsAt(s, gpu, st.t);
+namespace {
 
-  // Workload.
+// Evaluates the workload for this tick into st.raw, advances a training step's phase (it pauses during
+// checkpoints and stretches with the fault's slowdown) and sets the memory in use (the instances' sum on
+// MIG).
+void AdvanceWorkload(const Scenario& s, unsigned gpu, const FaultEffects& fx, GpuState& st) {
+  const GpuConfig& g = s.gpus[gpu];
+  const Workload& w = g.workload;
   const bool training = w.kind == WorkloadKind::kTraining;
   const double slowdown = training ? fx.job_step_slowdown : 1;
   st.raw = Evaluate(s, gpu, st.tick, st.t, st.step_phase, slowdown);
   const bool checkpoint =
       training && std::fmod(st.t, w.checkpoint_every_s) >= w.checkpoint_every_s - w.checkpoint_s;
   if (training && !checkpoint) st.step_phase = std::fmod(st.step_phase + kTickS / (w.step_s * slowdown), 1.0);
-  const double share = st.mig_share;
   if (g.mig.empty()) {
     st.mem_used_gib = st.raw.mem_used_gib;
   } else {
     st.mem_used_gib = 0;
     for (const MigInstance& inst : g.mig) st.mem_used_gib += MigInstanceMemoryGib(st, inst);
   }
-  const double util = st.raw.util * share;
-  const double dram = st.raw.dram * share;
+}
 
-  // Temperature lags the previous tick's power (first-order, time constant tau).
-  const double alpha = 1 - std::exp(-kTickS / m.thermal_time_constant_s);
-  st.temp_c += (TargetTemp(g, st.power_w) - st.temp_c) * alpha;
+// Power demand follows the load (util, dram: the parent GPU's share); the power limit caps it, thermal
+// slowdown and the power brake cut it, and the SM clock drops to match. Sets st.demand_w, st.power_w,
+// st.sm_mhz and st.reasons (the clock-event reason bits, GPU idle included).
+void SetPowerAndClocks(const Scenario& s, unsigned gpu, const FaultEffects& fx, double util, double dram,
+                       GpuState& st) {
+  const GpuConfig& g = s.gpus[gpu];
+  const GpuModel& m = *g.model;
+  const Workload& w = g.workload;
   const double reported_temp = std::round(st.temp_c);
-
-  // Power demand follows the load; the limit caps it and the SM clock drops to match.
   const double busy = std::min(1.0, 0.7 * util + 0.6 * dram);
   const double held = w.processes > 0 ? 0.03 : 0;
   const double noise = 0.01 * Signed(s.seed, gpu, static_cast<uint64_t>(st.tick), kPowerNoise);
@@ -205,8 +205,16 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
   st.power_w = power;
   st.sm_mhz = idle ? m.sm_idle_mhz
                    : std::max(m.sm_idle_mhz, static_cast<unsigned>(std::lround(m.sm_max_mhz * clock)));
+}
 
-  // PCIe: the link may be degraded; traffic cannot exceed it.
+// PCIe traffic this tick in GB/s, already capped by the link.
+struct PcieTraffic {
+  double tx_gbps;
+  double rx_gbps;
+};
+
+// Sets the PCIe link (a fault may degrade it) and the throughput, which cannot exceed the link.
+PcieTraffic SetPcieLink(const GpuModel& m, const FaultEffects& fx, double share, GpuState& st) {
   st.pcie_gen = fx.pcie_gen != 0 ? fx.pcie_gen : m.pcie_gen;
   st.pcie_width = fx.pcie_width != 0 ? fx.pcie_width : m.pcie_width;
   const double pcie_cap = PcieLaneGbps(st.pcie_gen) * st.pcie_width;
@@ -214,9 +222,13 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
   const double rx_gbps = std::min(st.raw.pcie_rx_gbps * share, pcie_cap);
   st.pcie_tx_kibps = tx_gbps * 1e9 / 1024;
   st.pcie_rx_kibps = rx_gbps * 1e9 / 1024;
+  return {tx_gbps, rx_gbps};
+}
 
-  // Integrals.
-  st.energy_mj += power * kTickS * 1000;
+// Adds this tick to the violation time of each performance policy whose reason bits are set.
+void AddViolationTime(const GpuModel& m, GpuState& st) {
+  const uint64_t reasons = st.reasons;
+  const bool idle = (reasons & nvmlClocksEventReasonGpuIdle) != 0;
   const double tick_ns = kTickS * 1e9;
   auto violate = [&](unsigned policy, bool on) {
     if (on) st.violation_ns[policy] += tick_ns;
@@ -229,7 +241,11 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
   violate(NVML_PERF_POLICY_LOW_UTILIZATION, idle);
   violate(NVML_PERF_POLICY_TOTAL_APP_CLOCKS, reasons & ~nvmlClocksEventReasonGpuIdle);
   violate(NVML_PERF_POLICY_TOTAL_BASE_CLOCKS, !idle && st.sm_mhz < m.sm_base_mhz);
+}
 
+// Sets each NVLink's rate (a fault may slow one link) and adds its bytes. Returns the bytes transmitted
+// over all links this tick.
+double AddNvlinkTraffic(const GpuModel& m, const FaultEffects& fx, double share, GpuState& st) {
   double nvlink_tx_bytes = 0;
   for (unsigned l = 0; l < m.nvlinks; ++l) {
     const double gbps = m.nvlink_link_gbps * st.raw.nvlink * share * fx.link_throughput[l];
@@ -238,7 +254,12 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
     st.nvlink_rx_kib[l] += st.nvlink_kibps[l] * 0.98 * kTickS;
     nvlink_tx_bytes += gbps * 1e9 * kTickS;
   }
-  const double share_inv = share > 0 ? 1 / share : 0;  // integrals are kept unscaled
+  return nvlink_tx_bytes;
+}
+
+// Adds this tick's raw activity and traffic to the integrals, which are kept unscaled by the MIG share.
+void AddActivityIntegrals(double share, const PcieTraffic& pcie, double nvlink_tx_bytes, GpuState& st) {
+  const double share_inv = share > 0 ? 1 / share : 0;
   ActivityIntegrals& in = st.integrals;
   in.util += st.raw.util * kTickS;
   in.sm_active += st.raw.sm_active * kTickS;
@@ -249,10 +270,36 @@ void Step(const Scenario& s, unsigned gpu, GpuState& st) {
   in.fp32 += st.raw.fp32 * kTickS;
   in.fp16 += st.raw.fp16 * kTickS;
   in.integer += st.raw.integer * kTickS;
-  in.pcie_tx_bytes += tx_gbps * share_inv * 1e9 * kTickS;
-  in.pcie_rx_bytes += rx_gbps * share_inv * 1e9 * kTickS;
+  in.pcie_tx_bytes += pcie.tx_gbps * share_inv * 1e9 * kTickS;
+  in.pcie_rx_bytes += pcie.rx_gbps * share_inv * 1e9 * kTickS;
   in.nvlink_tx_bytes += nvlink_tx_bytes * share_inv;
   in.nvlink_rx_bytes += nvlink_tx_bytes * share_inv * 0.98;
+}
+
+}  // namespace
+
+void Step(const Scenario& s, unsigned gpu, GpuState& st) {
+  const GpuConfig& g = s.gpus[gpu];
+  const GpuModel& m = *g.model;
+  st.tick += 1;
+  st.t = static_cast<double>(st.tick) * kTickS;
+  const FaultEffects fx = EffectsAt(s, gpu, st.t);
+
+  AdvanceWorkload(s, gpu, fx, st);
+  const double share = st.mig_share;
+  const double util = st.raw.util * share;
+  const double dram = st.raw.dram * share;
+
+  // Temperature lags the previous tick's power (first-order, time constant tau).
+  const double alpha = 1 - std::exp(-kTickS / m.thermal_time_constant_s);
+  st.temp_c += (TargetTemp(g, st.power_w) - st.temp_c) * alpha;
+
+  SetPowerAndClocks(s, gpu, fx, util, dram, st);
+  const PcieTraffic pcie = SetPcieLink(m, fx, share, st);
+  st.energy_mj += st.power_w * kTickS * 1000;
+  AddViolationTime(m, st);
+  const double nvlink_tx_bytes = AddNvlinkTraffic(m, fx, share, st);
+  AddActivityIntegrals(share, pcie, nvlink_tx_bytes, st);
 }
 
 }  // namespace gpuscope::sim

@@ -200,6 +200,37 @@ ParsedMappingFile ParseGpuKeyFile(const std::string& name, const std::string& co
   return file;
 }
 
+// What the inotify events waiting on `inotify_fd` say about the watch `wd`.
+struct WatchEvents {
+  bool want_scan = false;  // a file changed, or events were lost (queue overflow)
+  bool dir_gone = false;   // the directory was removed, moved or unmounted: the watch is dead
+};
+
+// Reads every inotify event waiting on the (non-blocking) `inotify_fd`.
+WatchEvents ReadWatchEvents(int inotify_fd, int wd) {
+  alignas(inotify_event) char buffer[16 * 1024];
+  WatchEvents events;
+  while (true) {
+    ssize_t n = read(inotify_fd, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    for (char* p = buffer; p < buffer + n;) {
+      auto* event = reinterpret_cast<inotify_event*>(p);
+      p += sizeof(inotify_event) + event->len;
+      if (event->mask & IN_Q_OVERFLOW) {
+        events.want_scan = true;
+        continue;
+      }
+      if (event->wd != wd) continue;  // a stale watch's trailing events
+      if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
+        events.dir_gone = true;
+      } else {
+        events.want_scan = true;
+      }
+    }
+  }
+  return events;
+}
+
 }  // namespace
 
 bool ParseMappingFormatOption(std::string_view name, MappingDirOptions::Format* format) {
@@ -409,7 +440,6 @@ void MappingDirSource::Run() {
   constexpr Clock::time_point kNever = Clock::time_point::max();
   Clock::time_point scan_due = kNever;
   Clock::time_point next_arm = Clock::now();
-  alignas(inotify_event) char buffer[16 * 1024];
 
   while (!stopping_) {
     Clock::time_point now = Clock::now();
@@ -452,34 +482,15 @@ void MappingDirSource::Run() {
     if (stopping_ || (ready > 0 && (fds[0].revents & POLLIN))) break;
     if (ready <= 0 || !(fds[1].revents & POLLIN)) continue;
 
-    bool want_scan = false;
-    bool dir_gone = false;
-    while (true) {
-      ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
-      if (n <= 0) break;
-      for (char* p = buffer; p < buffer + n;) {
-        auto* event = reinterpret_cast<inotify_event*>(p);
-        p += sizeof(inotify_event) + event->len;
-        if (event->mask & IN_Q_OVERFLOW) {
-          want_scan = true;
-          continue;
-        }
-        if (event->wd != wd) continue;  // a stale watch's trailing events
-        if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
-          dir_gone = true;
-        } else {
-          want_scan = true;
-        }
-      }
-    }
-    if (dir_gone && wd >= 0) {
+    const WatchEvents events = ReadWatchEvents(inotify_fd_, wd);
+    if (events.dir_gone && wd >= 0) {
       inotify_rm_watch(inotify_fd_, wd);  // fails harmlessly when the kernel already dropped it
       wd = -1;
       next_arm = Clock::now();  // look for a replacement at once; then every dir_poll
       scan_due = kNever;
       continue;
     }
-    if (want_scan && scan_due == kNever) scan_due = Clock::now() + options_.debounce;
+    if (events.want_scan && scan_due == kNever) scan_due = Clock::now() + options_.debounce;
   }
 }
 

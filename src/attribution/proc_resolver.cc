@@ -88,6 +88,36 @@ std::string ProcResolver::UserName(const std::string& uid_text) {
   return name;
 }
 
+bool ProcResolver::TakeJobIdentity(const std::optional<SlurmCgroup>& cgroup, const SlurmEnviron& env,
+                                   ProcessInfo& info) {
+  if (cgroup) {
+    info.job_id = cgroup->job_id;
+    info.step_id = cgroup->step_id;
+    info.job.uid = cgroup->uid;
+    if (!env.job_id.empty() && env.job_id != cgroup->job_id) {
+      // The process claims another job than the one whose cgroup holds it: believe the cgroup, and
+      // nothing of what environ says (rank, user, account would describe the other job).
+      ++environ_mismatch_;
+      return false;
+    }
+  } else if (options_.trust_environ_without_cgroup && !env.job_id.empty()) {
+    info.job_id = env.job_id;
+  }
+  return true;
+}
+
+void ProcResolver::TakeEnvironDetails(const SlurmEnviron& env, ProcessInfo& info) {
+  FillBlank(info.step_id, env.step_id);
+  info.rank = env.proc_id;
+  FillBlank(info.job.uid, env.uid);
+  info.job.user = env.user;
+  info.job.account = env.account;
+  info.job.partition = env.partition;
+  info.job.job_name = env.job_name;
+  info.job.array_job_id = env.array_job_id;
+  info.job.array_task_id = env.array_task_id;
+}
+
 std::optional<ProcResolver::ProcessInfo> ProcResolver::Load(uint32_t pid) {
   const std::string dir = root_ + "/" + std::to_string(pid) + "/";
   std::string content;
@@ -129,20 +159,7 @@ std::optional<ProcResolver::ProcessInfo> ProcResolver::Load(uint32_t pid) {
     ++environ_denied_;
   }
 
-  bool environ_trusted = true;
-  if (cgroup) {
-    info.job_id = cgroup->job_id;
-    info.step_id = cgroup->step_id;
-    info.job.uid = cgroup->uid;
-    if (!env.job_id.empty() && env.job_id != cgroup->job_id) {
-      // The process claims another job than the one whose cgroup holds it: believe the cgroup, and
-      // nothing of what environ says (rank, user, account would describe the other job).
-      environ_trusted = false;
-      ++environ_mismatch_;
-    }
-  } else if (options_.trust_environ_without_cgroup && !env.job_id.empty()) {
-    info.job_id = env.job_id;
-  }
+  const bool environ_trusted = TakeJobIdentity(cgroup, env, info);
   if (r == ReadResult::kOk && environ_trusted) ++environ_ok_;
 
   if (info.job_id.empty()) {
@@ -151,17 +168,7 @@ std::optional<ProcResolver::ProcessInfo> ProcResolver::Load(uint32_t pid) {
   }
 
   info.job.job_id = info.job_id;
-  if (environ_trusted) {
-    FillBlank(info.step_id, env.step_id);
-    info.rank = env.proc_id;
-    FillBlank(info.job.uid, env.uid);
-    info.job.user = env.user;
-    info.job.account = env.account;
-    info.job.partition = env.partition;
-    info.job.job_name = env.job_name;
-    info.job.array_job_id = env.array_job_id;
-    info.job.array_task_id = env.array_task_id;
-  }
+  if (environ_trusted) TakeEnvironDetails(env, info);
   if (info.job.uid.empty()) {
     r = ReadCapped(dir + "status", kMaxSmallFileBytes, content, error);
     if (r == ReadResult::kGone) return fail(r, "status");

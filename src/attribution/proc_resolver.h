@@ -30,6 +30,9 @@
 
 namespace gpuscope {
 
+struct SlurmCgroup;
+struct SlurmEnviron;
+
 struct GpuProcess {
   std::string gpu;  // JobTable GPU key: "3" or "3.1" (MIG)
   uint32_t pid = 0;
@@ -83,6 +86,12 @@ class ProcResolver {
 
   // Reads and parses one pid; nullopt when it is gone or unreadable (counted).
   std::optional<ProcessInfo> Load(uint32_t pid);
+  // Sets info's job id, step and uid from the cgroup (authoritative) or, without a Slurm cgroup and when
+  // the options allow, the job id from environ. Returns false when environ names another job than the
+  // cgroup (counted as a mismatch): then none of environ's fields may be believed.
+  bool TakeJobIdentity(const std::optional<SlurmCgroup>& cgroup, const SlurmEnviron& env, ProcessInfo& info);
+  // Copies environ's rank and job details into info; step and uid only where the cgroup left them blank.
+  static void TakeEnvironDetails(const SlurmEnviron& env, ProcessInfo& info);
   std::string UserName(const std::string& uid);
 
   std::string root_;

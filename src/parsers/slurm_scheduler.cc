@@ -235,13 +235,27 @@ std::string KeyName(std::string_view label) {
   return key;
 }
 
-}  // namespace
+// The parts of sdiag's output, each introduced by a heading line.
+enum class SdiagSection { kTop, kMain, kBackfill, kRpcType, kOther };
 
-SdiagStats ParseSdiag(std::string_view text) {
-  SdiagStats stats;
-  enum class Section { kTop, kMain, kBackfill, kRpcType, kOther } section = Section::kTop;
-  // Keys kept per section (sdiag prints many more; these are the stable, useful ones).
-  static const std::map<std::string, std::string, std::less<>> kTop = {
+// The section a heading line starts; nullopt when the line is no heading.
+std::optional<SdiagSection> SdiagHeading(std::string_view line) {
+  if (line.substr(0, 24) == "Main schedule statistics") return SdiagSection::kMain;
+  if (line.substr(0, 17) == "Backfilling stats") return SdiagSection::kBackfill;
+  if (line == "Remote Procedure Call statistics by message type") return SdiagSection::kRpcType;
+  if (line.substr(0, 14) == "Remote Procedu" || line.substr(0, 15) == "Pending RPC sta" ||
+      line.substr(0, 7) == "Latency") {
+    return SdiagSection::kOther;
+  }
+  return std::nullopt;
+}
+
+using SdiagKeys = std::map<std::string, std::string, std::less<>>;
+
+// The keys kept in a section (sdiag prints many more; these are the stable, useful ones), mapped to the
+// metric suffixes of SdiagStats::values; nullptr for sections whose "key: value" lines are not kept.
+const SdiagKeys* SdiagKeptKeys(SdiagSection section) {
+  static const SdiagKeys kTop = {
       {"server_thread_count", "server_thread_count"},
       {"agent_queue_size", "agent_queue_size"},
       {"agent_count", "agent_count"},
@@ -253,12 +267,12 @@ SdiagStats ParseSdiag(std::string_view text) {
       {"jobs_canceled", "jobs_canceled"},
       {"jobs_failed", "jobs_failed"},
   };
-  static const std::map<std::string, std::string, std::less<>> kMain = {
+  static const SdiagKeys kMain = {
       {"last_cycle", "main_last_cycle_us"},          {"max_cycle", "main_max_cycle_us"},
       {"total_cycles", "main_total_cycles"},         {"mean_cycle", "main_mean_cycle_us"},
       {"mean_depth_cycle", "main_mean_depth_cycle"}, {"last_queue_length", "main_last_queue_length"},
   };
-  static const std::map<std::string, std::string, std::less<>> kBackfill = {
+  static const SdiagKeys kBackfill = {
       {"total_backfilled_jobs_since_last_slurm_start", "backfill_total_backfilled_jobs"},
       {"total_cycles", "backfill_total_cycles"},
       {"last_cycle", "backfill_last_cycle_us"},
@@ -267,46 +281,57 @@ SdiagStats ParseSdiag(std::string_view text) {
       {"last_depth_cycle", "backfill_last_depth_cycle"},
       {"last_queue_length", "backfill_last_queue_length"},
   };
+  switch (section) {
+    case SdiagSection::kTop:
+      return &kTop;
+    case SdiagSection::kMain:
+      return &kMain;
+    case SdiagSection::kBackfill:
+      return &kBackfill;
+    case SdiagSection::kRpcType:
+    case SdiagSection::kOther:
+      break;
+  }
+  return nullptr;
+}
+
+// One line of the RPC-by-type section into stats.rpcs_by_type, or into stats.rejected when malformed:
+// "REQUEST_NODE_INFO   ( 2007) count:52  ave_time:321  total_time:16729".
+void ParseSdiagRpcLine(std::string_view line, SdiagStats& stats) {
+  size_t paren = line.find('(');
+  size_t count_at = line.find("count:");
+  size_t total_at = line.find("total_time:");
+  if (paren == std::string_view::npos || count_at == std::string_view::npos ||
+      total_at == std::string_view::npos) {
+    stats.rejected.push_back(Reject("rpc line", line));
+    return;
+  }
+  std::string_view type = text::Trim(line.substr(0, paren));
+  std::string_view count = line.substr(count_at + 6);
+  count = count.substr(0, count.find(' '));
+  std::optional<double> n = ParseUnsigned(count);
+  std::optional<double> total = ParseUnsigned(line.substr(total_at + 11));
+  if (type.empty() || !n || !total) {
+    stats.rejected.push_back(Reject("rpc line", line));
+    return;
+  }
+  stats.rpcs_by_type[std::string(type)] = {*n, *total};
+}
+
+}  // namespace
+
+SdiagStats ParseSdiag(std::string_view text) {
+  SdiagStats stats;
+  SdiagSection section = SdiagSection::kTop;
   ForEachLine(text, [&](std::string_view raw) {
     std::string_view line = text::Trim(raw);
     if (line.empty() || line.front() == '*') return;
-    if (line.substr(0, 24) == "Main schedule statistics") {
-      section = Section::kMain;
+    if (std::optional<SdiagSection> heading = SdiagHeading(line)) {
+      section = *heading;
       return;
     }
-    if (line.substr(0, 17) == "Backfilling stats") {
-      section = Section::kBackfill;
-      return;
-    }
-    if (line == "Remote Procedure Call statistics by message type") {
-      section = Section::kRpcType;
-      return;
-    }
-    if (line.substr(0, 14) == "Remote Procedu" || line.substr(0, 15) == "Pending RPC sta" ||
-        line.substr(0, 7) == "Latency") {
-      section = Section::kOther;
-      return;
-    }
-    if (section == Section::kRpcType) {
-      // "REQUEST_NODE_INFO   ( 2007) count:52  ave_time:321  total_time:16729"
-      size_t paren = line.find('(');
-      size_t count_at = line.find("count:");
-      size_t total_at = line.find("total_time:");
-      if (paren == std::string_view::npos || count_at == std::string_view::npos ||
-          total_at == std::string_view::npos) {
-        stats.rejected.push_back(Reject("rpc line", line));
-        return;
-      }
-      std::string_view type = text::Trim(line.substr(0, paren));
-      std::string_view count = line.substr(count_at + 6);
-      count = count.substr(0, count.find(' '));
-      std::optional<double> n = ParseUnsigned(count);
-      std::optional<double> total = ParseUnsigned(line.substr(total_at + 11));
-      if (type.empty() || !n || !total) {
-        stats.rejected.push_back(Reject("rpc line", line));
-        return;
-      }
-      stats.rpcs_by_type[std::string(type)] = {*n, *total};
+    if (section == SdiagSection::kRpcType) {
+      ParseSdiagRpcLine(line, stats);
       return;
     }
     if (line.substr(0, 10) == "Data since") {  // "Data since      Sun Nov 29 11:24:54 2026 (1795951494)"
@@ -317,15 +342,12 @@ SdiagStats ParseSdiag(std::string_view text) {
     if (colon == std::string_view::npos) return;
     std::string key = KeyName(line.substr(0, colon));
     std::string_view value = text::Trim(line.substr(colon + 1));
-    if (section == Section::kBackfill && key == "last_cycle_when") {
+    if (section == SdiagSection::kBackfill && key == "last_cycle_when") {
       if (std::optional<double> t = ParenthesizedEpoch(value))
         stats.values["backfill_last_cycle_when_timestamp"] = *t;
       return;
     }
-    const std::map<std::string, std::string, std::less<>>* keys = section == Section::kTop        ? &kTop
-                                                                  : section == Section::kMain     ? &kMain
-                                                                  : section == Section::kBackfill ? &kBackfill
-                                                                                                  : nullptr;
+    const SdiagKeys* keys = SdiagKeptKeys(section);
     if (keys == nullptr) return;
     auto it = keys->find(key);
     if (it == keys->end()) return;

@@ -277,6 +277,110 @@ std::vector<std::string> SortedPorts(const fs::path& ports_dir) {
   return ports;
 }
 
+// Counts and logs a sysfs value the parsers rejected; the value is skipped, never a failure.
+void CountMalformed(uint64_t& malformed_values, const fs::path& path) {
+  ++malformed_values;
+  Log(LogLevel::kDebug, "malformed infiniband sysfs value", {{"path", path.string()}});
+}
+
+// Parses the attribute at `path` with `parse`. Returns nullopt when the file is absent or its value is
+// malformed (then counted).
+template <typename Parse>
+auto ParseAttribute(const fs::path& path, Parse parse, uint64_t& malformed_values)
+    -> decltype(parse(std::string_view())) {
+  auto content = ReadAttribute(path);
+  if (!content) return std::nullopt;
+  auto value = parse(*content);
+  if (!value) CountMalformed(malformed_values, path);
+  return value;
+}
+
+// The device's identity (gpuscope_infiniband_device_info) and, when the HCA's PCI placement is known,
+// its relation to each NVIDIA GPU.
+void AddDeviceSamples(const std::string& device, const fs::path& dev_dir,
+                      const std::optional<PciPlacement>& hca, const std::vector<PciPlacement>& gpus,
+                      std::vector<MetricFamily>& families) {
+  std::string numa = hca ? std::to_string(hca->numa_node) : "-1";
+  families[kDeviceInfo].samples.push_back(
+      {{{"device", device},
+        {"hca_type", TrimmedOr(ReadAttribute(dev_dir / "hca_type"), "unknown")},
+        {"board_id", TrimmedOr(ReadAttribute(dev_dir / "board_id"), "unknown")},
+        {"fw_ver", TrimmedOr(ReadAttribute(dev_dir / "fw_ver"), "unknown")},
+        {"node_guid", TrimmedOr(ReadAttribute(dev_dir / "node_guid"), "unknown")},
+        {"pci_bus_id", hca ? hca->address.NvmlBusId() : "none"},
+        {"numa_node", numa}},
+       1});
+  if (!hca) return;
+  for (const PciPlacement& gpu : gpus) {
+    families[kGpuAffinity].samples.push_back({{{"device", device},
+                                               {"gpu_pci_bus_id", gpu.address.NvmlBusId()},
+                                               {"relation", std::string(Relation(*hca, gpu))}},
+                                              1});
+  }
+}
+
+// The port's logical and physical state, rate and width as numbers, and the same as names in
+// gpuscope_infiniband_port_info.
+void AddPortStateSamples(const fs::path& port_dir, const Labels& labels, std::vector<MetricFamily>& families,
+                         uint64_t& malformed_values) {
+  std::optional<IbEnumValue> state = ParseAttribute(port_dir / "state", ParseIbEnum, malformed_values);
+  std::optional<IbEnumValue> phys = ParseAttribute(port_dir / "phys_state", ParseIbEnum, malformed_values);
+  std::optional<IbRate> rate = ParseAttribute(port_dir / "rate", ParseIbRate, malformed_values);
+  if (state) families[kPortState].samples.push_back({labels, static_cast<double>(state->code)});
+  if (phys) families[kPortPhysicalState].samples.push_back({labels, static_cast<double>(phys->code)});
+  if (rate) {
+    families[kPortRate].samples.push_back({labels, rate->BytesPerSecond()});
+    if (rate->width_lanes > 0) {
+      families[kPortWidth].samples.push_back({labels, static_cast<double>(rate->width_lanes)});
+    }
+  }
+  Labels info = labels;
+  info.emplace_back("state", state ? state->name : "unknown");
+  info.emplace_back("physical_state", phys ? phys->name : "unknown");
+  info.emplace_back("speed", rate && !rate->speed.empty() ? rate->speed : "unknown");
+  families[kPortInfo].samples.push_back({std::move(info), 1});
+}
+
+// Reads a counter file. Returns nullopt when it is absent, "N/A (no PMA)" or malformed (then counted).
+std::optional<uint64_t> ReadCounter(const fs::path& path, uint64_t& malformed_values) {
+  auto content = ReadAttribute(path);
+  if (!content) return std::nullopt;
+  IbCounterValue value = ParseIbCounter(*content);
+  if (value.kind == IbCounterValue::Kind::kNotAvailable) return std::nullopt;
+  if (value.kind == IbCounterValue::Kind::kMalformed) {
+    CountMalformed(malformed_values, path);
+    return std::nullopt;
+  }
+  return value.value;
+}
+
+// The standard counters of the port's counters/ directory, one family each. A missing counters/
+// directory (irdma, rxe on newer kernels) or a file reading "N/A (no PMA)" means the counter does not
+// exist on this port: no sample, never a zero.
+void AddPortCounterSamples(const fs::path& counters_dir, const Labels& labels,
+                           std::vector<MetricFamily>& families, uint64_t& malformed_values) {
+  for (size_t i = 0; i < kCounters.size(); ++i) {
+    std::optional<uint64_t> value = ReadCounter(counters_dir / kCounters[i].file, malformed_values);
+    if (!value) continue;
+    families[kFirstCounter + i].samples.push_back(
+        {labels, static_cast<double>(*value) * static_cast<double>(kCounters[i].multiplier)});
+  }
+}
+
+// The driver's hw_counters/ files: counters in one family, resource levels in another, by a counter label.
+void AddHwCounterSamples(const fs::path& hw_dir, const Labels& labels, std::vector<MetricFamily>& families,
+                         uint64_t& malformed_values) {
+  for (const std::string& name : ListDir(hw_dir)) {
+    if (IsHwSetting(name)) continue;
+    std::optional<uint64_t> value = ReadCounter(hw_dir / name, malformed_values);
+    if (!value) continue;
+    Labels hw_labels = labels;
+    hw_labels.emplace_back("counter", SanitizeIbCounterName(name));
+    families[IsHwGauge(name) ? kHwGauge : kHwCounter].samples.push_back(
+        {std::move(hw_labels), static_cast<double>(*value)});
+  }
+}
+
 }  // namespace
 
 InfinibandCollector::InfinibandCollector(InfinibandCollectorOptions options) : options_(std::move(options)) {}
@@ -298,104 +402,21 @@ Status InfinibandCollector::Collect(std::vector<MetricFamily>& out) {
   families.reserve(descriptions.size());
   for (const MetricDescription& d : descriptions) families.push_back({d.name, d.help, d.type, d.unit, {}});
 
-  auto malformed = [&](const fs::path& path) {
-    ++malformed_values_;
-    Log(LogLevel::kDebug, "malformed infiniband sysfs value", {{"path", path.string()}});
-  };
-
   const fs::path devices_root = fs::weakly_canonical(sysfs / "devices", ec);
   std::vector<PciPlacement> gpus;
   if (options_.gpu_affinity) gpus = FindNvidiaGpus(sysfs, devices_root);
 
   for (const std::string& device : devices) {
     const fs::path dev_dir = class_dir / device;
-    std::optional<PciPlacement> hca = Place(devices_root, dev_dir / "device");
-    std::string numa = hca ? std::to_string(hca->numa_node) : "-1";
-    families[kDeviceInfo].samples.push_back(
-        {{{"device", device},
-          {"hca_type", TrimmedOr(ReadAttribute(dev_dir / "hca_type"), "unknown")},
-          {"board_id", TrimmedOr(ReadAttribute(dev_dir / "board_id"), "unknown")},
-          {"fw_ver", TrimmedOr(ReadAttribute(dev_dir / "fw_ver"), "unknown")},
-          {"node_guid", TrimmedOr(ReadAttribute(dev_dir / "node_guid"), "unknown")},
-          {"pci_bus_id", hca ? hca->address.NvmlBusId() : "none"},
-          {"numa_node", numa}},
-         1});
-    if (hca) {
-      for (const PciPlacement& gpu : gpus) {
-        families[kGpuAffinity].samples.push_back({{{"device", device},
-                                                   {"gpu_pci_bus_id", gpu.address.NvmlBusId()},
-                                                   {"relation", std::string(Relation(*hca, gpu))}},
-                                                  1});
-      }
-    }
-
+    AddDeviceSamples(device, dev_dir, Place(devices_root, dev_dir / "device"), gpus, families);
     for (const std::string& port : SortedPorts(dev_dir / "ports")) {
       const fs::path port_dir = dev_dir / "ports" / port;
       const std::string link_layer = TrimmedOr(ReadAttribute(port_dir / "link_layer"), "unknown");
       const Labels labels = PortLabels(device, port, link_layer);
-
-      std::optional<IbEnumValue> state;
-      if (auto content = ReadAttribute(port_dir / "state")) {
-        state = ParseIbEnum(*content);
-        if (!state) malformed(port_dir / "state");
-      }
-      std::optional<IbEnumValue> phys;
-      if (auto content = ReadAttribute(port_dir / "phys_state")) {
-        phys = ParseIbEnum(*content);
-        if (!phys) malformed(port_dir / "phys_state");
-      }
-      std::optional<IbRate> rate;
-      if (auto content = ReadAttribute(port_dir / "rate")) {
-        rate = ParseIbRate(*content);
-        if (!rate) malformed(port_dir / "rate");
-      }
-      if (state) families[kPortState].samples.push_back({labels, static_cast<double>(state->code)});
-      if (phys) families[kPortPhysicalState].samples.push_back({labels, static_cast<double>(phys->code)});
-      if (rate) {
-        families[kPortRate].samples.push_back({labels, rate->BytesPerSecond()});
-        if (rate->width_lanes > 0) {
-          families[kPortWidth].samples.push_back({labels, static_cast<double>(rate->width_lanes)});
-        }
-      }
-      Labels info = labels;
-      info.emplace_back("state", state ? state->name : "unknown");
-      info.emplace_back("physical_state", phys ? phys->name : "unknown");
-      info.emplace_back("speed", rate && !rate->speed.empty() ? rate->speed : "unknown");
-      families[kPortInfo].samples.push_back({std::move(info), 1});
-
-      // Standard counters. A missing counters/ directory (irdma, rxe on newer kernels) or a file reading
-      // "N/A (no PMA)" means the counter does not exist on this port: no sample, never a zero.
-      const fs::path counters_dir = port_dir / "counters";
-      for (size_t i = 0; i < kCounters.size(); ++i) {
-        auto content = ReadAttribute(counters_dir / kCounters[i].file);
-        if (!content) continue;
-        IbCounterValue value = ParseIbCounter(*content);
-        if (value.kind == IbCounterValue::Kind::kNotAvailable) continue;
-        if (value.kind == IbCounterValue::Kind::kMalformed) {
-          malformed(counters_dir / kCounters[i].file);
-          continue;
-        }
-        families[kFirstCounter + i].samples.push_back(
-            {labels, static_cast<double>(value.value) * static_cast<double>(kCounters[i].multiplier)});
-      }
-
-      if (!options_.hw_counters) continue;
-      const fs::path hw_dir = port_dir / "hw_counters";
-      for (const std::string& name : ListDir(hw_dir)) {
-        if (IsHwSetting(name)) continue;
-        auto content = ReadAttribute(hw_dir / name);
-        if (!content) continue;
-        IbCounterValue value = ParseIbCounter(*content);
-        if (value.kind == IbCounterValue::Kind::kNotAvailable) continue;
-        if (value.kind == IbCounterValue::Kind::kMalformed) {
-          malformed(hw_dir / name);
-          continue;
-        }
-        Labels hw_labels = labels;
-        hw_labels.emplace_back("counter", SanitizeIbCounterName(name));
-        families[IsHwGauge(name) ? kHwGauge : kHwCounter].samples.push_back(
-            {std::move(hw_labels), static_cast<double>(value.value)});
-      }
+      AddPortStateSamples(port_dir, labels, families, malformed_values_);
+      AddPortCounterSamples(port_dir / "counters", labels, families, malformed_values_);
+      if (options_.hw_counters)
+        AddHwCounterSamples(port_dir / "hw_counters", labels, families, malformed_values_);
     }
   }
   families[kMalformed].samples.push_back({{}, static_cast<double>(malformed_values_)});

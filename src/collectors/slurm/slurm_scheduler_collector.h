@@ -77,11 +77,6 @@ class SlurmSchedulerCollector : public Collector {
     std::string reason;  // failure category this cycle
   };
 
-  std::vector<MetricFamily> BuildSqueue(std::string_view text, uint64_t& rejected) const;
-  std::vector<MetricFamily> BuildSinfo(std::string_view text, uint64_t& rejected) const;
-  std::vector<MetricFamily> BuildSdiag(std::string_view text, uint64_t& rejected) const;
-  std::vector<MetricFamily> BuildSshare(std::string_view text, uint64_t& rejected) const;
-
   // Records one command's run of this cycle in its state; its families are rebuilt when it succeeded.
   void Record(Command c, const CommandResult& run, double seconds, std::chrono::steady_clock::time_point now,
               double now_unix);

@@ -205,9 +205,7 @@ void FileTailer::ReadAvailable(Tracked& file, const LineCallback& callback) {
   }
 }
 
-Status FileTailer::PollOnce(const LineCallback& callback) {
-  // 1. What the globs match now, by identity.
-  std::map<FileId, std::string> current;
+std::map<FileTailer::FileId, std::string> FileTailer::MatchGlobs() {
   std::set<std::string> paths;
   for (const std::string& pattern : options_.globs) {
     glob_t g{};
@@ -216,14 +214,17 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     }
     ::globfree(&g);
   }
+  std::map<FileId, std::string> current;
   std::map<std::string, SkipReason> skipped;
   for (const std::string& path : paths) {
     FileId id;
     if (Readable(path, &id, &skipped)) current.emplace(id, path);
   }
   skipped_ = std::move(skipped);
+  return current;
+}
 
-  // 2. Files that went away (rotated out of the globs, deleted, replaced): finish the old inode.
+void FileTailer::FinishVanished(const std::map<FileId, std::string>& current, const LineCallback& callback) {
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (current.count(it->first)) {
       ++it;
@@ -240,10 +241,11 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     ::close(file.fd);
     it = tracked_.erase(it);
   }
+}
 
-  // 3. Files still here: follow renames within the globs, detect truncation, read appended data.
+void FileTailer::ReadTracked(const std::map<FileId, std::string>& current, const LineCallback& callback) {
   for (auto& [id, file] : tracked_) {
-    file.path = current[id];
+    file.path = current.at(id);
     struct stat st {};
     if (::fstat(file.fd, &st) == 0 && st.st_size < file.offset) {
       ++counters_.truncations;
@@ -253,40 +255,49 @@ Status FileTailer::PollOnce(const LineCallback& callback) {
     }
     ReadAvailable(file, callback);
   }
+}
 
+void FileTailer::OpenNew(const FileId& id, const std::string& path, const LineCallback& callback) {
+  // O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    ++counters_.read_errors;
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || FileId{st.st_dev, st.st_ino} != id) {  // replaced in between
+    ::close(fd);
+    return;
+  }
+  Tracked file;
+  file.path = path;
+  file.fd = fd;
+  if (auto saved = saved_.find(id); saved != saved_.end()) {
+    if (saved->second.offset <= st.st_size) {
+      file.offset = saved->second.offset;
+    } else {
+      ++counters_.truncations;
+    }
+    saved_.erase(saved);
+  }
+  Tracked& inserted = tracked_.emplace(id, std::move(file)).first->second;
+  ReadAvailable(inserted, callback);
+}
+
+Status FileTailer::PollOnce(const LineCallback& callback) {
+  // 1. What the globs match now, by identity.
+  const std::map<FileId, std::string> current = MatchGlobs();
+  // 2. Files that went away (rotated out of the globs, deleted, replaced): finish the old inode.
+  FinishVanished(current, callback);
+  // 3. Files still here: follow renames within the globs, detect truncation, read appended data.
+  ReadTracked(current, callback);
   // 4. New files: start at the checkpointed offset when the checkpoint knows the inode. Files the
   // checkpoint knows are read first: after a restart they hold the older lines (a file rotated while the
   // tailer was down), so a stream stays in order whatever the inode numbers are.
-  auto open_new = [&](const FileId& id, const std::string& path) {
-    // O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not wait for a writer.
-    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-      ++counters_.read_errors;
-      return;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || FileId{st.st_dev, st.st_ino} != id) {  // replaced in between
-      ::close(fd);
-      return;
-    }
-    Tracked file;
-    file.path = path;
-    file.fd = fd;
-    if (auto saved = saved_.find(id); saved != saved_.end()) {
-      if (saved->second.offset <= st.st_size) {
-        file.offset = saved->second.offset;
-      } else {
-        ++counters_.truncations;
-      }
-      saved_.erase(saved);
-    }
-    Tracked& inserted = tracked_.emplace(id, std::move(file)).first->second;
-    ReadAvailable(inserted, callback);
-  };
   for (bool checkpointed : {true, false}) {
     for (const auto& [id, path] : current) {
       if (tracked_.count(id) || saved_.count(id) != (checkpointed ? 1u : 0u)) continue;
-      open_new(id, path);
+      OpenNew(id, path, callback);
     }
   }
   return SaveCheckpoint();

@@ -84,6 +84,15 @@ class FileTailer {
 
   // Whether `path` (matched by a glob) is a regular file to read; counts and logs it when not.
   bool Readable(const std::string& path, FileId* id, std::map<std::string, SkipReason>* skipped);
+  // The regular files the globs match now, by identity; remembers the skipped paths in skipped_.
+  std::map<FileId, std::string> MatchGlobs();
+  // Finishes the tracked files not in `current` (rotated out, deleted, replaced): reads what is left,
+  // delivers an unterminated last line, closes and forgets them.
+  void FinishVanished(const std::map<FileId, std::string>& current, const LineCallback& callback);
+  // Reads what was appended to each tracked file, under its current path; starts over after truncation.
+  void ReadTracked(const std::map<FileId, std::string>& current, const LineCallback& callback);
+  // Opens a newly matched file (at its checkpointed offset when the checkpoint knows it) and reads it.
+  void OpenNew(const FileId& id, const std::string& path, const LineCallback& callback);
   void LoadCheckpoint();
   Status SaveCheckpoint();
   void ReadAvailable(Tracked& file, const LineCallback& callback);

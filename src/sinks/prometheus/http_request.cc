@@ -1,6 +1,7 @@
 #include "src/sinks/prometheus/http_request.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "src/parsers/text.h"
 
@@ -51,6 +52,98 @@ bool HasToken(std::string_view value, std::string_view token) {
   return false;
 }
 
+// The index just past the empty line that ends the head (terminated by CRLF or, leniently, a bare LF),
+// looking no further than kMaxRequestHeadBytes; npos when it is not there yet.
+size_t FindHeadEnd(std::string_view buffer, size_t start) {
+  size_t limit = std::min(buffer.size(), kMaxRequestHeadBytes);
+  for (size_t i = start; i < limit; ++i) {
+    if (buffer[i] != '\n') continue;
+    if (i + 1 < buffer.size() && buffer[i + 1] == '\n') return i + 2;
+    if (i + 2 < buffer.size() && buffer[i + 1] == '\r' && buffer[i + 2] == '\n') return i + 3;
+  }
+  return std::string_view::npos;
+}
+
+// Takes the first line off `rest` and returns it without its CR LF (or bare LF).
+std::string_view NextLine(std::string_view& rest) {
+  size_t nl = rest.find('\n');
+  std::string_view line = rest.substr(0, nl);
+  rest.remove_prefix(nl + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+// Request line: METHOD SP target SP HTTP/1.x. Fills head's method, target, path, query and version;
+// returns the rejection, or nullopt when the line is valid.
+std::optional<ParseResult> ParseRequestLine(std::string_view line, HttpRequestHead& head) {
+  size_t sp1 = line.find(' ');
+  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+    return Error(400, "malformed request line");
+  }
+  head.method = line.substr(0, sp1);
+  head.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  std::string_view version = line.substr(sp2 + 1);
+  if (!IsToken(head.method)) return Error(400, "malformed method");
+  if (version.size() != 8 || !version.starts_with("HTTP/")) return Error(400, "malformed version");
+  if (version[5] != '1' || version[6] != '.') return Error(505, "HTTP version not supported");
+  if (version[7] < '0' || version[7] > '9') return Error(400, "malformed version");
+  head.version_minor = version[7] - '0';
+  if (head.target.empty() || head.target.front() != '/') return Error(400, "unsupported request target");
+  for (char c : head.target) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return Error(400, "malformed request target");
+  }
+  size_t q = head.target.find('?');
+  head.path = head.target.substr(0, q);
+  if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
+  return std::nullopt;
+}
+
+// Header fields (name ":" OWS value OWS) up to the empty line, into head.headers; returns the
+// rejection, or nullopt when they are valid.
+std::optional<ParseResult> ParseHeaderFields(std::string_view rest, HttpRequestHead& head) {
+  while (true) {
+    std::string_view line = NextLine(rest);
+    if (line.empty()) return std::nullopt;
+    if (line.front() == ' ' || line.front() == '\t') return Error(400, "obsolete line folding");
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return Error(400, "malformed header field");
+    std::string_view name = line.substr(0, colon);
+    if (!IsToken(name)) return Error(400, "malformed header name");
+    std::string_view value = text::Trim(line.substr(colon + 1));
+    for (char c : value) {
+      if (c == '\r' || c == '\0') return Error(400, "malformed header value");
+    }
+    if (head.headers.size() >= kMaxRequestHeaders) return Error(431, "too many header fields");
+    head.headers.emplace_back(name, value);
+  }
+}
+
+// The metrics server takes no request bodies, and HTTP/1.1 requires a Host header. Returns the
+// rejection, or nullopt when the head is acceptable.
+std::optional<ParseResult> RejectBodyOrMissingHost(const HttpRequestHead& head) {
+  if (!head.Header("Transfer-Encoding").empty()) return Error(413, "request bodies are not accepted");
+  bool seen_length = false;
+  for (const auto& [name, value] : head.headers) {
+    if (!EqualsIgnoreCase(name, "Content-Length")) continue;
+    if (seen_length) return Error(400, "duplicate Content-Length");
+    seen_length = true;
+    if (value.empty() || value.size() > 18 ||
+        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return Error(400, "malformed Content-Length");
+    }
+    if (value.find_first_not_of('0') != std::string_view::npos) {
+      return Error(413, "request bodies are not accepted");
+    }
+  }
+  if (head.version_minor >= 1 && head.Header("Host").empty()) {
+    bool has_host = std::any_of(head.headers.begin(), head.headers.end(),
+                                [](const auto& h) { return EqualsIgnoreCase(h.first, "Host"); });
+    if (!has_host) return Error(400, "missing Host header");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -73,20 +166,7 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
   size_t start = 0;
   while (start < buffer.size() && start < 4 && (buffer[start] == '\r' || buffer[start] == '\n')) ++start;
 
-  // Find the end of the head: an empty line, terminated by CRLF or (leniently) a bare LF.
-  size_t limit = std::min(buffer.size(), kMaxRequestHeadBytes);
-  size_t end = std::string_view::npos;  // index just past the empty line
-  for (size_t i = start; i < limit; ++i) {
-    if (buffer[i] != '\n') continue;
-    if (i + 1 < buffer.size() && buffer[i + 1] == '\n') {
-      end = i + 2;
-      break;
-    }
-    if (i + 2 < buffer.size() && buffer[i + 1] == '\r' && buffer[i + 2] == '\n') {
-      end = i + 3;
-      break;
-    }
-  }
+  size_t end = FindHeadEnd(buffer, start);
   if (end > kMaxRequestHeadBytes) {  // npos too
     if (buffer.size() >= kMaxRequestHeadBytes) return Error(431, "request header fields too large");
     return ParseResult{};
@@ -94,74 +174,9 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
 
   head = HttpRequestHead{};
   std::string_view rest = buffer.substr(start, end - start);
-  auto next_line = [&rest]() {
-    size_t nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    return line;
-  };
-
-  // Request line: METHOD SP target SP HTTP/1.x
-  std::string_view line = next_line();
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-    return Error(400, "malformed request line");
-  }
-  head.method = line.substr(0, sp1);
-  head.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (!IsToken(head.method)) return Error(400, "malformed method");
-  if (version.size() != 8 || !version.starts_with("HTTP/")) return Error(400, "malformed version");
-  if (version[5] != '1' || version[6] != '.') return Error(505, "HTTP version not supported");
-  if (version[7] < '0' || version[7] > '9') return Error(400, "malformed version");
-  head.version_minor = version[7] - '0';
-  if (head.target.empty() || head.target.front() != '/') return Error(400, "unsupported request target");
-  for (char c : head.target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return Error(400, "malformed request target");
-  }
-  size_t q = head.target.find('?');
-  head.path = head.target.substr(0, q);
-  if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
-
-  // Header fields: name ":" OWS value OWS
-  while (true) {
-    line = next_line();
-    if (line.empty()) break;
-    if (line.front() == ' ' || line.front() == '\t') return Error(400, "obsolete line folding");
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return Error(400, "malformed header field");
-    std::string_view name = line.substr(0, colon);
-    if (!IsToken(name)) return Error(400, "malformed header name");
-    std::string_view value = text::Trim(line.substr(colon + 1));
-    for (char c : value) {
-      if (c == '\r' || c == '\0') return Error(400, "malformed header value");
-    }
-    if (head.headers.size() >= kMaxRequestHeaders) return Error(431, "too many header fields");
-    head.headers.emplace_back(name, value);
-  }
-
-  // The metrics server takes no request bodies.
-  if (!head.Header("Transfer-Encoding").empty()) return Error(413, "request bodies are not accepted");
-  bool seen_length = false;
-  for (const auto& [name, value] : head.headers) {
-    if (!EqualsIgnoreCase(name, "Content-Length")) continue;
-    if (seen_length) return Error(400, "duplicate Content-Length");
-    seen_length = true;
-    if (value.empty() || value.size() > 18 ||
-        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return Error(400, "malformed Content-Length");
-    }
-    if (value.find_first_not_of('0') != std::string_view::npos) {
-      return Error(413, "request bodies are not accepted");
-    }
-  }
-  if (head.version_minor >= 1 && head.Header("Host").empty()) {
-    bool has_host = std::any_of(head.headers.begin(), head.headers.end(),
-                                [](const auto& h) { return EqualsIgnoreCase(h.first, "Host"); });
-    if (!has_host) return Error(400, "missing Host header");
-  }
+  if (auto error = ParseRequestLine(NextLine(rest), head)) return *error;
+  if (auto error = ParseHeaderFields(rest, head)) return *error;
+  if (auto error = RejectBodyOrMissingHost(head)) return *error;
 
   std::string_view connection = head.Header("Connection");
   if (head.version_minor == 0) {

@@ -35,6 +35,7 @@
 #include "src/core/mutex.h"
 #include "src/core/status.h"
 #include "src/sinks/prometheus/connection_limiter.h"
+#include "src/sinks/prometheus/http_listener.h"  // ParseListenAddress, for the server's users
 #include "src/sinks/prometheus/http_request.h"
 #include "src/sinks/prometheus/web_config.h"
 
@@ -86,10 +87,6 @@ struct HttpServerStats {
   uint64_t held_idle = 0;
   uint64_t held_serving = 0;
 };
-
-// Splits a listen address into host ("" for all interfaces; brackets removed) and port. InvalidArgument
-// when malformed.
-Status ParseListenAddress(std::string_view address, std::string& host, uint16_t& port);
 
 class HttpServer {
  public:

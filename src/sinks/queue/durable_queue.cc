@@ -1,98 +1,25 @@
+// DurableQueue's API: Open, Append, Peek, Ack, the retention of segments (Normalize, dropping the
+// oldest when full) and the metrics. Recovery of the directory on Open is in durable_queue_recovery.cc,
+// the file names and positional I/O in queue_files.cc, the record and checkpoint formats in
+// record_format.cc.
 #include "src/sinks/queue/durable_queue.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <optional>
 #include <system_error>
 
 #include "src/core/log.h"
 #include "src/platform/file.h"
+#include "src/sinks/queue/queue_files.h"
 #include "src/sinks/queue/record_format.h"
 
 namespace gpuscope {
 namespace {
-
-constexpr std::string_view kSegmentPrefix = "segment-";
-constexpr std::string_view kSegmentSuffix = ".log";
-constexpr std::string_view kCheckpointPrefix = "checkpoint";  // checkpoint-<consumer>; bare: old format
-constexpr std::string_view kCheckpointMagic = "GPSQCKP1";
-constexpr size_t kCheckpointSize = 8 + 8 + 8 + 4;
-
-std::string ErrnoText(std::string_view what, const std::string& path) {
-  return std::string(what) + " " + path + ": " + std::strerror(errno);
-}
-
-bool WriteAll(int fd, const char* data, size_t size, uint64_t offset) {
-  while (size > 0) {
-    ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
-bool ReadAll(int fd, char* data, size_t size, uint64_t offset) {
-  while (size > 0) {
-    ssize_t n = ::pread(fd, data, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
-void SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-void PutU64(uint64_t v, char* p) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-// Parses "segment-<digits>.log"; false for any other name.
-bool ParseSegmentName(const std::string& name, uint64_t* seq) {
-  if (name.size() <= kSegmentPrefix.size() + kSegmentSuffix.size()) return false;
-  if (name.compare(0, kSegmentPrefix.size(), kSegmentPrefix) != 0) return false;
-  if (name.compare(name.size() - kSegmentSuffix.size(), kSegmentSuffix.size(), kSegmentSuffix) != 0) {
-    return false;
-  }
-  std::string digits =
-      name.substr(kSegmentPrefix.size(), name.size() - kSegmentPrefix.size() - kSegmentSuffix.size());
-  if (digits.empty() || digits.size() > 20) return false;
-  uint64_t v = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    const uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *seq = v;
-  return true;
-}
 
 bool IsValidConsumerName(std::string_view name) {
   if (name.empty()) return false;
@@ -100,31 +27,6 @@ bool IsValidConsumerName(std::string_view name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   }
   return true;
-}
-
-// A checkpoint is: magic | seq | byte offset of the first unacknowledged record | CRC32C of the 24 bytes.
-struct CheckpointFile {
-  enum State { kAbsent, kValid, kCorrupt } state = kAbsent;
-  uint64_t seq = 0;
-  uint64_t offset = 0;
-};
-
-CheckpointFile ReadCheckpoint(const std::string& path) {
-  CheckpointFile ck;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return ck;
-  ck.state = CheckpointFile::kCorrupt;
-  std::optional<std::string> bytes = ReadWholeFile(path);
-  if (!bytes || bytes->size() != kCheckpointSize) return ck;
-  const char* buf = bytes->data();
-  if (std::string_view(buf, 8) != kCheckpointMagic) return ck;
-  uint32_t stored = 0;
-  for (int i = 3; i >= 0; --i) stored = (stored << 8) | static_cast<unsigned char>(buf[24 + i]);
-  if (Crc32c(std::string_view(buf, 24)) != stored) return ck;
-  ck.state = CheckpointFile::kValid;
-  ck.seq = GetU64(buf + 8);
-  ck.offset = GetU64(buf + 16);
-  return ck;
 }
 
 }  // namespace
@@ -171,13 +73,11 @@ Status DurableQueue::Open(DurableQueueOptions options, std::unique_ptr<DurableQu
 }
 
 std::string DurableQueue::SegmentPath(uint64_t seq) const {
-  char name[64];
-  std::snprintf(name, sizeof(name), "segment-%020llu.log", static_cast<unsigned long long>(seq));
-  return options_.directory + "/" + name;
+  return options_.directory + "/" + QueueSegmentFileName(seq);
 }
 
 std::string DurableQueue::CheckpointPath(std::string_view consumer) const {
-  return options_.directory + "/" + std::string(kCheckpointPrefix) + "-" + std::string(consumer);
+  return options_.directory + "/" + QueueCheckpointFileName(consumer);
 }
 
 int64_t DurableQueue::NowMs() const {
@@ -185,175 +85,6 @@ int64_t DurableQueue::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-Status DurableQueue::Recover() {
-  // Each configured consumer's checkpoint: absent (a new consumer), valid, or unreadable.
-  std::vector<CheckpointFile> checkpoints;
-  for (const std::string& name : options_.consumers) {
-    const std::string path = CheckpointPath(name);
-    checkpoints.push_back(ReadCheckpoint(path));
-    if (checkpoints.back().state == CheckpointFile::kCorrupt) {
-      Log(LogLevel::kWarn, "queue checkpoint unreadable; delivering from the oldest record",
-          {{"path", path}, {"consumer", name}});
-    }
-  }
-  std::vector<uint64_t> seqs;
-  Status listed = ListSegmentsRemovingStaleCheckpoints(&seqs);
-  if (!listed.ok()) return listed;
-
-  // Segments before every known position were consumed before a crash interrupted their deletion. With
-  // an unreadable checkpoint nothing is known to be consumed: keep everything (duplicates, never loss).
-  bool any_valid = false;
-  bool any_corrupt = false;
-  uint64_t floor_seq = UINT64_MAX;
-  uint64_t max_seq = seqs.empty() ? 0 : seqs.back();
-  for (const CheckpointFile& ck : checkpoints) {
-    if (ck.state == CheckpointFile::kCorrupt) any_corrupt = true;
-    if (ck.state != CheckpointFile::kValid) continue;
-    any_valid = true;
-    floor_seq = std::min(floor_seq, ck.seq);
-    max_seq = std::max(max_seq, ck.seq);
-  }
-  if (!any_valid || any_corrupt) floor_seq = 0;
-
-  // Where the corrupt stretches of each loaded segment start, to count them per consumer below.
-  std::vector<std::vector<uint64_t>> bad_offsets;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    if (seqs[i] < floor_seq) {
-      ::unlink(SegmentPath(seqs[i]).c_str());
-      continue;
-    }
-    Status st = LoadSegment(seqs[i], /*last=*/i + 1 == seqs.size(), &bad_offsets.emplace_back());
-    if (!st.ok()) return st;
-  }
-  if (segments_.empty()) {
-    // Past every recorded position, so no checkpoint points into the new segment.
-    Status st = OpenNewSegment(max_seq + 1);
-    if (!st.ok()) return st;
-    bad_offsets.emplace_back();
-  }
-
-  for (size_t c = 0; c < options_.consumers.size(); ++c) {
-    const CheckpointFile& ck = checkpoints[c];
-    std::optional<std::pair<uint64_t, uint64_t>> position;
-    if (ck.state == CheckpointFile::kValid) position.emplace(ck.seq, ck.offset);
-    consumers_.push_back(RestoreConsumer(options_.consumers[c], position, bad_offsets));
-  }
-
-  // Persist the position of consumers that had none, so a crash cannot let the others' checkpoints
-  // delete segments this one still needs.
-  for (size_t c = 0; c < consumers_.size(); ++c) {
-    if (checkpoints[c].state == CheckpointFile::kValid) continue;
-    Status st = WriteCheckpoint(consumers_[c]);
-    if (!st.ok()) return st;
-  }
-  Normalize();
-  return Status::Ok();
-}
-
-Status DurableQueue::ListSegmentsRemovingStaleCheckpoints(std::vector<uint64_t>* seqs) const {
-  // Checkpoints of consumers no longer configured (plus the old single-consumer "checkpoint" and
-  // leftover temporary files) are removed so they cannot pin segments.
-  std::vector<std::string> stale_checkpoints;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(options_.directory, ec)) {
-    const std::string name = entry.path().filename().string();
-    uint64_t seq = 0;
-    if (ParseSegmentName(name, &seq)) {
-      seqs->push_back(seq);
-      continue;
-    }
-    if (name.rfind(kCheckpointPrefix, 0) != 0) continue;
-    const std::string prefix = std::string(kCheckpointPrefix) + "-";
-    const bool configured = name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-                            std::find(options_.consumers.begin(), options_.consumers.end(),
-                                      name.substr(prefix.size())) != options_.consumers.end();
-    if (!configured) stale_checkpoints.push_back(entry.path().string());
-  }
-  if (ec)
-    return Status::Unavailable("cannot list queue directory " + options_.directory + ": " + ec.message());
-  std::sort(seqs->begin(), seqs->end());
-  for (const std::string& path : stale_checkpoints) {
-    Log(LogLevel::kInfo, "queue consumer no longer configured; its checkpoint removed", {{"path", path}});
-    ::unlink(path.c_str());
-  }
-  return Status::Ok();
-}
-
-Status DurableQueue::LoadSegment(uint64_t seq, bool last, std::vector<uint64_t>* bad_offsets) {
-  const std::string path = SegmentPath(seq);
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return Status::Unavailable(ErrnoText("cannot open queue segment", path));
-  struct stat stbuf;
-  if (::fstat(fd, &stbuf) != 0) {
-    ::close(fd);
-    return Status::Unavailable(ErrnoText("cannot stat queue segment", path));
-  }
-  std::string bytes(static_cast<size_t>(stbuf.st_size), '\0');
-  if (!bytes.empty() && !ReadAll(fd, bytes.data(), bytes.size(), 0)) {
-    ::close(fd);
-    return Status::Unavailable(ErrnoText("cannot read queue segment", path));
-  }
-  QueueScanResult scan =
-      ScanQueueRecords(bytes, last ? QueueScanMode::kStopAtFirstBad : QueueScanMode::kSkipBad);
-  Segment seg;
-  seg.seq = seq;
-  seg.fd = fd;
-  seg.size = bytes.size();
-  if (last && scan.valid_end < bytes.size()) {
-    // Torn or corrupt tail of the segment being written: cut it so new appends follow valid records.
-    if (::ftruncate(fd, static_cast<off_t>(scan.valid_end)) != 0) {
-      ::close(fd);
-      return Status::Unavailable(ErrnoText("cannot truncate queue segment", path));
-    }
-    seg.size = scan.valid_end;
-    Log(LogLevel::kWarn, "queue segment had a torn or corrupt tail; cut", {{"path", path}});
-  }
-  // A bad stretch starts where the previous valid record ends (ScanQueueRecords counts it there).
-  uint64_t prev_end = 0;
-  seg.records.reserve(scan.records.size());
-  for (const QueueRecordView& r : scan.records) {
-    if (r.offset != prev_end) bad_offsets->push_back(prev_end);
-    prev_end = r.offset + r.encoded_size();
-    seg.records.push_back({r.offset, static_cast<uint32_t>(r.payload.size()), r.append_time_ms});
-  }
-  if (scan.stop_reason != QueueRecordStatus::kEnd) bad_offsets->push_back(scan.valid_end);
-  total_bytes_ += seg.size;
-  segments_.push_back(std::move(seg));
-  return Status::Ok();
-}
-
-DurableQueue::Consumer DurableQueue::RestoreConsumer(
-    const std::string& name, std::optional<std::pair<uint64_t, uint64_t>> checkpoint,
-    const std::vector<std::vector<uint64_t>>& bad_offsets) const {
-  // Its checkpoint, or the oldest retained record. A checkpoint before the first segment (dropped when
-  // full) also means the oldest retained record.
-  Consumer consumer;
-  consumer.name = name;
-  consumer.ack = {segments_.front().seq, 0};
-  uint64_t ck_offset = 0;  // byte position of consumer.ack within its segment
-  if (checkpoint && checkpoint->first >= segments_.front().seq) {
-    const auto [ck_seq, offset] = *checkpoint;
-    consumer.ack = {segments_.back().seq, segments_.back().records.size()};  // past every segment
-    ck_offset = UINT64_MAX;
-    for (const Segment& seg : segments_) {
-      if (seg.seq < ck_seq) continue;
-      ck_offset = seg.seq == ck_seq ? offset : 0;
-      size_t index = 0;
-      while (index < seg.records.size() && seg.records[index].offset < ck_offset) ++index;
-      consumer.ack = {seg.seq, index};
-      break;
-    }
-  }
-  // Corrupt records this consumer had not yet passed are lost to it.
-  for (size_t s = 0; s < segments_.size(); ++s) {
-    if (segments_[s].seq < consumer.ack.seq) continue;
-    for (uint64_t offset : bad_offsets[s]) {
-      if (segments_[s].seq > consumer.ack.seq || offset >= ck_offset) ++consumer.dropped_corrupt;
-    }
-  }
-  return consumer;
 }
 
 Status DurableQueue::OpenNewSegment(uint64_t seq) {
@@ -374,19 +105,12 @@ Status DurableQueue::WriteCheckpoint(const Consumer& consumer) {
     if (s.seq != consumer.ack.seq) continue;
     offset = consumer.ack.index < s.records.size() ? s.records[consumer.ack.index].offset : s.size;
   }
-  char buf[kCheckpointSize];
-  std::memcpy(buf, kCheckpointMagic.data(), 8);
-  PutU64(consumer.ack.seq, buf + 8);
-  PutU64(offset, buf + 16);
-  uint32_t crc = Crc32c(std::string_view(buf, 24));
-  for (int i = 0; i < 4; ++i) buf[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
-
   AtomicWriteOptions write;
   write.sync = options_.sync != QueueSyncPolicy::kNone;
   write.sync_directory = write.sync;
   write.mode = 0600;
-  Status status =
-      WriteFileAtomically(CheckpointPath(consumer.name), std::string_view(buf, sizeof(buf)), write);
+  Status status = WriteFileAtomically(CheckpointPath(consumer.name),
+                                      EncodeQueueCheckpoint({consumer.ack.seq, offset}), write);
   if (!status.ok()) {
     return Status::Unavailable("cannot write queue checkpoint of " + consumer.name + ": " + status.message());
   }
@@ -487,7 +211,7 @@ Status DurableQueue::Append(std::string_view payload) {
   }
 
   Segment& active = segments_.back();
-  if (!WriteAll(active.fd, encoded.data(), encoded.size(), active.size)) {
+  if (!WriteAllAt(active.fd, encoded.data(), encoded.size(), active.size)) {
     Status st = Status::Unavailable(ErrnoText("cannot write queue segment", SegmentPath(active.seq)));
     if (::ftruncate(active.fd, static_cast<off_t>(active.size)) != 0) {
       Log(LogLevel::kWarn, "cannot cut a failed queue write", {{"directory", options_.directory}});
@@ -549,7 +273,7 @@ Status DurableQueue::Peek(std::string_view consumer_name, size_t max_records, si
       const RecordIndex& r = seg.records[cursor.index];
       if (!batch->records.empty() && bytes + r.length > max_bytes) break;
       std::string payload(r.length, '\0');
-      if (r.length > 0 && !ReadAll(seg.fd, payload.data(), r.length, r.offset + kQueueRecordHeaderSize)) {
+      if (r.length > 0 && !ReadAllAt(seg.fd, payload.data(), r.length, r.offset + kQueueRecordHeaderSize)) {
         batch->records.clear();
         return Status::Unavailable(ErrnoText("cannot read queue segment", SegmentPath(seg.seq)));
       }

@@ -35,6 +35,8 @@ uint64_t GetU64(const char* p) {
   return v;
 }
 
+constexpr std::string_view kCheckpointMagic = "GPSQCKP1";
+
 // CRC over length (4 bytes at header+4), time (8 bytes at header+8) and the payload.
 uint32_t RecordCrc(const char* header, std::string_view payload) {
   uint32_t crc = Crc32c(std::string_view(header + 4, 12));
@@ -109,6 +111,23 @@ QueueScanResult ScanQueueRecords(std::string_view bytes, QueueScanMode mode) {
     offset = next;
   }
   return result;
+}
+
+std::string EncodeQueueCheckpoint(const QueueCheckpoint& checkpoint) {
+  char buf[kQueueCheckpointSize];
+  std::memcpy(buf, kCheckpointMagic.data(), 8);
+  PutU64(checkpoint.seq, buf + 8);
+  PutU64(checkpoint.offset, buf + 16);
+  PutU32(Crc32c(std::string_view(buf, 24)), buf + 24);
+  return std::string(buf, sizeof(buf));
+}
+
+std::optional<QueueCheckpoint> DecodeQueueCheckpoint(std::string_view bytes) {
+  if (bytes.size() != kQueueCheckpointSize) return std::nullopt;
+  const char* buf = bytes.data();
+  if (std::string_view(buf, 8) != kCheckpointMagic) return std::nullopt;
+  if (Crc32c(std::string_view(buf, 24)) != GetU32(buf + 24)) return std::nullopt;
+  return QueueCheckpoint{GetU64(buf + 8), GetU64(buf + 16)};
 }
 
 }  // namespace gpuscope

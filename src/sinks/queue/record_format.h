@@ -1,14 +1,20 @@
-// The on-disk record format of the durable queue, and a pure reader over it (bytes in, records out, no
-// I/O). A record is a 20-byte header followed by the payload:
+// The on-disk formats of the durable queue, and pure readers over them (bytes in, values out, no I/O).
+//
+// A record is a 20-byte header followed by the payload:
 //   magic u32 LE "GPSQ" | payload length u32 LE | append time u64 LE (Unix ms) | CRC32C u32 LE
 // The CRC32C (Castagnoli) covers the length, the time and the payload, so a torn write or a flipped bit
 // anywhere in a record is detected.
+//
+// A consumer's checkpoint file (checkpoint-<consumer>) holds its first unacknowledged record, 28 bytes:
+//   magic "GPSQCKP1" | segment seq u64 LE | byte offset in that segment u64 LE | CRC32C u32 LE of the 24
+//   bytes before it
 //
 // Thread-safety: pure functions over caller-owned bytes; safe from any thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,5 +68,18 @@ struct QueueScanResult {
 };
 
 QueueScanResult ScanQueueRecords(std::string_view bytes, QueueScanMode mode);
+
+inline constexpr size_t kQueueCheckpointSize = 8 + 8 + 8 + 4;
+
+// A consumer's position: the segment and the byte offset in it of its first unacknowledged record.
+struct QueueCheckpoint {
+  uint64_t seq = 0;
+  uint64_t offset = 0;
+};
+
+// The kQueueCheckpointSize bytes of a checkpoint file.
+std::string EncodeQueueCheckpoint(const QueueCheckpoint& checkpoint);
+// The position a checkpoint file holds; nullopt when its size, magic or CRC is wrong.
+std::optional<QueueCheckpoint> DecodeQueueCheckpoint(std::string_view bytes);
 
 }  // namespace gpuscope

@@ -91,5 +91,36 @@ TEST(QueueRecordFormat, GarbageYieldsNoRecords) {
   EXPECT_EQ(r.corrupt_records, 1u);
 }
 
+// The layout is what queues already on disk hold: magic, seq and offset little-endian, CRC32C of the
+// 24 bytes before it.
+TEST(QueueRecordFormat, CheckpointHasTheDocumentedLayoutAndDecodesBack) {
+  const std::string bytes = EncodeQueueCheckpoint({0x0102030405060708ull, 0x1112131415161718ull});
+  ASSERT_EQ(bytes.size(), kQueueCheckpointSize);
+  EXPECT_EQ(bytes.substr(0, 24), std::string("GPSQCKP1"
+                                             "\x08\x07\x06\x05\x04\x03\x02\x01"
+                                             "\x18\x17\x16\x15\x14\x13\x12\x11",
+                                             24));
+  const uint32_t crc = Crc32c(std::string_view(bytes).substr(0, 24));
+  EXPECT_EQ(bytes.substr(24),
+            std::string({static_cast<char>(crc & 0xff), static_cast<char>((crc >> 8) & 0xff),
+                         static_cast<char>((crc >> 16) & 0xff), static_cast<char>((crc >> 24) & 0xff)}));
+  std::optional<QueueCheckpoint> decoded = DecodeQueueCheckpoint(bytes);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->seq, 0x0102030405060708ull);
+  EXPECT_EQ(decoded->offset, 0x1112131415161718ull);
+}
+
+TEST(QueueRecordFormat, CheckpointWithAFlippedBitOrTheWrongSizeIsRejected) {
+  const std::string bytes = EncodeQueueCheckpoint({7, 4096});
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string flipped = bytes;
+    flipped[i] ^= 0x01;
+    EXPECT_FALSE(DecodeQueueCheckpoint(flipped).has_value()) << "byte " << i;
+  }
+  EXPECT_FALSE(DecodeQueueCheckpoint(bytes.substr(0, kQueueCheckpointSize - 1)).has_value());
+  EXPECT_FALSE(DecodeQueueCheckpoint(bytes + "x").has_value());
+  EXPECT_FALSE(DecodeQueueCheckpoint("").has_value());
+}
+
 }  // namespace
 }  // namespace gpuscope
