@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,9 @@ struct FixtureCase {
   const char* expected_class_a;
   const char* expected_class_b;  // a second class the file may hold, or ""
 };
+// Printed into the test's name (ctest lists it); without this gtest prints the struct's bytes, pointers
+// included, and the name changes from build to build.
+void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.file; }
 
 class EventsKernelFixtureTest : public ::testing::TestWithParam<FixtureCase> {};
 
@@ -372,6 +376,10 @@ struct CancelCase {
   const char* reason;
   EventSeverity severity;
 };
+// A stable, unique test name (see FixtureCase): "42_time_limit", "42.1_time_limit".
+void PrintTo(const CancelCase& c, std::ostream* os) {
+  *os << c.job << (*c.step != '\0' ? "." : "") << c.step << "_" << c.reason;
+}
 
 class EventsKernelSlurmCancelTest : public ::testing::TestWithParam<CancelCase> {};
 
