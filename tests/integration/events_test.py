@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import unittest_main  # noqa: E402
 import harness  # noqa: E402
+from harness import append, metric  # noqa: E402
 
 AGENT, SIM, RECEIVER, ROOT = sys.argv[1:5]
 SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
@@ -58,27 +59,6 @@ def numbered_line(i):
     if i % 2 == 0:
         return f"gpu-node07:48211:48395 [3] misc/socket.cc:538 NCCL WARN Net : Connection closed e2e-seq={i:07d}"
     return f"RuntimeError: CUDA error: device-side assert triggered e2e-seq={i:07d}"
-
-
-def append(path, data):
-    """One write(2) with O_APPEND: the tailer never sees half of it as a line."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        view = memoryview(data.encode() if isinstance(data, str) else data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def metric(agent, name, **labels):
-    """Sum of the samples of `name` whose labels include `labels`; None when there is none."""
-    total = None
-    for (sample_name, sample_labels), value in harness.parse_exposition(agent.metrics()).items():
-        have = dict(sample_labels)
-        if sample_name == name and all(have.get(k) == v for k, v in labels.items()):
-            total = (total or 0) + value
-    return total
 
 
 def status_value(pid, field):
