@@ -4,7 +4,9 @@ simulator) tails a job log and the simulator's kernel log; the test reads the lo
 decoded from the file exporter's JSON lines. Proves: every shipped event arrives once as a log record
 with the body, timestamp, severity text and number, the attributes event.class, event.summary,
 log.source, log.file.path, hpc_job, gpu, UUID and the classifier's fields under gpuscope.*, under one
-resource (service.name, host.name) and the agent's scope version, in file order.
+resource (service.name, host.name) and the agent's scope version, in file order; and with the Collector
+stopped (connection refused) while events are produced and started again, every event arrives exactly
+once, in order.
 
 Usage: otelcol_test.py AGENT SIM_LIBRARY OTELCOL REPO_ROOT"""
 
@@ -18,14 +20,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import unittest_main  # noqa: E402
 import harness  # noqa: E402
+from event_corpus import SEQ, numbered_line  # noqa: E402
 from harness import append, metric  # noqa: E402
+import event_corpus  # noqa: E402
 import peers  # noqa: E402
 
 AGENT, SIM, OTELCOL, ROOT = sys.argv[1:5]
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-CORPUS = ["kernel/xid.log", "kernel/sxid.log", "kernel/oom.log", "kernel/slurm.log", "jobs/cuda.log",
-          "jobs/cuda_oom.log", "jobs/ib_completion.log", "jobs/nccl.log", "jobs/nccl_watchdog.log",
-          "kernel/ordinary.log", "jobs/nonmatching.log"]
 # OTLP SeverityNumber of each event severity (the lowest number of each OTLP range).
 SEVERITY_NUMBER = {"info": 9, "warning": 13, "error": 17, "critical": 21}
 
@@ -61,13 +62,9 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
                         "--events.state-dir", os.path.join(self.workdir, "state"), "--events.poll-interval", "100ms",
                         "--events.file", os.path.join(self.jobs, "slurm-*.out"), "--events.file", self.kernel_log,
                         "--sink.otlp.url", self.collector.url + "/v1/logs"])
-        per_file = []
-        for name in CORPUS:
-            with open(os.path.join(FIXTURES, "events", name), encoding="utf-8") as f:
-                per_file.append([line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")])
-        corpus = [line for lines in per_file for line in lines]
-        for lines in per_file:  # one write per fixture file: several polls, several pushes
-            append(self.job_log, "".join(line + "\n" for line in lines))
+        corpus = event_corpus.read_corpus(FIXTURES)
+        for name in event_corpus.CORPUS_CLASSES:  # one write per fixture file: several polls, several pushes
+            append(self.job_log, "".join(line + "\n" for n, line in corpus if n == name))
 
         def received():
             if metric(self.agent, "gpuscope_queue_records", queue="events", consumer="otlp") != 0:
@@ -84,8 +81,13 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
         records = harness.wait_for(received, 90, "every shipped event in the Collector's file")
         self.assertEqual(metric(self.agent, "gpuscope_sink_failed_requests_total", sink="otlp") or 0, 0)
 
+        # Shipped = every classified event at or above the ship severity (info): debug NCCL lines stay home.
+        at_or_above_info = sum(v for (n, ls), v in harness.parse_exposition(self.agent.metrics()).items()
+                               if n == "gpuscope_events_total" and dict(ls)["severity"] != "debug")
+        self.assertEqual(len(records), at_or_above_info)
+        allowed = event_corpus.allowed_classes(corpus)
         position = {}
-        for i, line in enumerate(corpus):
+        for i, (_, line) in enumerate(corpus):
             position.setdefault(line, i)
         from_job_log = []
         for resource, scope, record in records:
@@ -100,14 +102,15 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
                 self.assertTrue(attributes["event.class"])
                 self.assertIn("event.summary", attributes)
                 if attributes["log.file.path"] == self.job_log:
-                    self.assertIn(record["body"]["stringValue"], position, "a body that is not a corpus line")
+                    self.assertIn(record["body"]["stringValue"], allowed, "a body that is not a corpus line")
+                    self.assertIn(attributes["event.class"], allowed[record["body"]["stringValue"]])
+                    self.assertIn(attributes.get("hpc_job"),
+                                  event_corpus.jobs_named(record["body"]["stringValue"], "4242"))
                     from_job_log.append((attributes, record))
                 else:
                     self.assertEqual(attributes["log.file.path"], self.kernel_log)
         self.assertEqual(len(from_job_log), len(records) - 2)
-        self.assertEqual({a["event.class"] for a, _ in from_job_log},
-                         {"xid", "sxid", "oom", "oom_summary", "slurm_interruption", "cuda", "cuda_oom",
-                          "ib_completion", "nccl", "nccl_watchdog"})
+        self.assertEqual({a["event.class"] for a, _ in from_job_log}, event_corpus.ALL_CLASSES)
         bodies = [r["body"]["stringValue"] for _, r in from_job_log]
         self.assertEqual(len(bodies), len(set(bodies)), "an event received twice")
         self.assertEqual([position[b] for b in bodies], sorted(position[b] for b in bodies), "out of file order")
@@ -126,6 +129,35 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
         for attributes in kernel.values():
             self.assertEqual(attributes["event.class"], "xid")
             self.assertRegex(attributes["UUID"], r"^GPU-[0-9a-f-]+$")
+
+    def test_events_produced_while_otelcol_is_down_arrive_once_after_restart(self):
+        events = 2500  # more than one batch (1000 records)
+        self.agent = harness.Agent(
+            AGENT, SIM, os.path.join(ROOT, "sim", "scenarios", "h100-training.yaml"),
+            env={"GPUSCOPE_SIM_KERNEL_LOG": ""},
+            extra_args=["--no-collector.host", "--no-collector.infiniband",
+                        "--events.state-dir", os.path.join(self.workdir, "state"), "--events.poll-interval", "100ms",
+                        "--events.file", self.job_log, "--sink.otlp.url", self.collector.url + "/v1/logs"])
+
+        def numbers():
+            return [int(m.group(1)) for m in (SEQ.search(r["body"]["stringValue"])
+                                              for _, _, r in self.collector.log_records()) if m]
+
+        append(self.job_log, numbered_line(0) + "\n")
+        harness.wait_for(lambda: numbers() == [0], 30, "the first event in the Collector's file")
+        self.collector.stop()
+        append(self.job_log, "".join(numbered_line(i) + "\n" for i in range(1, events)))
+        harness.wait_for(lambda: metric(self.agent, "gpuscope_queue_records", queue="events", consumer="otlp")
+                         == events - 1, 60, "the events queued while the Collector is down")
+        harness.wait_for(lambda: (metric(self.agent, "gpuscope_sink_failed_requests_total", sink="otlp") or 0) >= 2,
+                         30, "the OTLP sink retrying against a stopped Collector")
+        self.collector.start()
+        harness.wait_for(lambda: metric(self.agent, "gpuscope_queue_records", queue="events", consumer="otlp") == 0
+                         and len(numbers()) >= events, 120, f"all {events} events in the Collector's file")
+        # Every event exactly once, in file order (one queue, one consumer, one stream of requests).
+        self.assertEqual(numbers(), list(range(events)))
+        self.assertEqual({peers.attributes(r["attributes"])["event.class"] for _, _, r in self.collector.log_records()},
+                         {"nccl", "cuda"})
 
 
 if __name__ == "__main__":

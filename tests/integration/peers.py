@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -80,26 +79,35 @@ class VictoriaLogs:
 
 class OtelCollector:
     """The OpenTelemetry Collector (tests/tools/otelcol/main.go: OTLP receiver, file exporter) with OTLP/HTTP
-    on 127.0.0.1 and every log, metric and trace request it decoded written as one JSON line (OTLP/JSON)."""
+    on 127.0.0.1 and every log and metric request it decoded written as one JSON line (OTLP/JSON). stop()
+    and start() keep the port and the output file."""
 
-    def __init__(self, binary):
+    def __init__(self, binary, start=True):
+        self.binary = binary
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-otelcol-")
         self.port = harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         self.output = os.path.join(self.workdir, "received.jsonl")
-        config = os.path.join(self.workdir, "config.yaml")
+        self.config = os.path.join(self.workdir, "config.yaml")
         pipeline = "{receivers: [otlp], exporters: [file]}"
-        with open(config, "w") as f:
+        with open(self.config, "w") as f:
             f.write("receivers:\n"
                     f"  otlp: {{protocols: {{http: {{endpoint: '127.0.0.1:{self.port}'}}}}}}\n"
                     "exporters:\n"
-                    f"  file: {{path: '{self.output}', flush_interval: 100ms}}\n"
+                    f"  file: {{path: '{self.output}', append: true, flush_interval: 100ms}}\n"
                     "service:\n"
                     "  telemetry: {metrics: {level: none}, logs: {level: warn}}\n"
                     f"  pipelines: {{logs: {pipeline}, metrics: {pipeline}}}\n")
-        self._log = open(os.path.join(self.workdir, "otelcol.log"), "w")
-        self.process = subprocess.Popen([binary, f"--config=file:{config}"], stdout=self._log,
+        self.process = None
+        self._log = None
+        if start:
+            self.start()
+
+    def start(self):
+        """Starts the Collector on the same port; the file exporter appends to the same file."""
+        self._log = open(os.path.join(self.workdir, "otelcol.log"), "a")
+        self.process = subprocess.Popen([self.binary, f"--config=file:{self.config}"], stdout=self._log,
                                         stderr=subprocess.STDOUT)
-        self.url = f"http://127.0.0.1:{self.port}"
         harness.wait_for(self._ready, 60, "the OpenTelemetry Collector to listen")
 
     def _ready(self):
@@ -136,10 +144,12 @@ class OtelCollector:
         return out
 
     def stop(self):
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def cleanup(self):
         self.stop()
@@ -154,16 +164,3 @@ def attributes(key_values):
         out[kv["key"]] = next(iter(value.values())) if value else None
     return out
 
-
-def wait_stable(read, timeout, what, settle=1.0):
-    """Waits until read() returns a truthy value that stays equal for `settle` seconds; returns it."""
-    state = {"value": None, "since": None}
-
-    def stable():
-        value = read()
-        if not value or value != state["value"]:
-            state["value"], state["since"] = value, time.monotonic()
-            return False
-        return time.monotonic() - state["since"] >= settle
-    harness.wait_for(stable, timeout, what)
-    return state["value"]

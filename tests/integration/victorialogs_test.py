@@ -3,8 +3,9 @@ pinned module by scripts/build-peers.sh), on loopback. The agent (on the NVML si
 and the simulator's kernel log; the test reads the events back through VictoriaLogs' LogsQL query API.
 Proves, for protobuf+snappy and for JSON: every shipped event is stored once, with the stream labels
 host/source/class/severity, the structured metadata (hpc_job, gpu, UUID, xid, origin) as fields, and the
-line as the message; timestamps follow file order within each stream. And with VictoriaLogs stopped while
-events are produced and started again on the same data directory, every event arrives exactly once.
+line as the message; timestamps follow file order within each stream; XIDs that NVML and the kernel log
+both see count once. And, for both formats, with VictoriaLogs stopped (connection refused) while events
+are produced and started again on the same data directory, every event arrives exactly once.
 
 Usage: victorialogs_test.py AGENT SIM_LIBRARY VICTORIA_LOGS REPO_ROOT"""
 
@@ -20,25 +21,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import unittest_main  # noqa: E402
 import harness  # noqa: E402
+from event_corpus import SEQ, numbered_line  # noqa: E402
 from harness import append, metric  # noqa: E402
+import event_corpus  # noqa: E402
 import peers  # noqa: E402
 
 AGENT, SIM, VICTORIA_LOGS, ROOT = sys.argv[1:5]
 SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-SEQ = re.compile(r"e2e-seq=(\d+)")
 STREAM_LABELS = ("class", "host", "severity", "source")
-# The classifier corpus: the job log gets every file's lines (events of every class, and lines that are none).
-CORPUS = ["kernel/xid.log", "kernel/sxid.log", "kernel/oom.log", "kernel/slurm.log", "jobs/cuda.log",
-          "jobs/cuda_oom.log", "jobs/ib_completion.log", "jobs/nccl.log", "jobs/nccl_watchdog.log",
-          "kernel/ordinary.log", "jobs/nonmatching.log"]
-
-
-def numbered_line(i):
-    """Event number i, alternating between two streams (nccl/warning and cuda/error)."""
-    if i % 2 == 0:
-        return f"gpu-node07:48211:48395 [3] misc/socket.cc:538 NCCL WARN Net : Connection closed e2e-seq={i:07d}"
-    return f"RuntimeError: CUDA error: device-side assert triggered e2e-seq={i:07d}"
 
 
 def time_ns(entry):
@@ -111,51 +102,60 @@ class LokiPushIntoVictoriaLogs(unittest.TestCase):
 
     def check_every_class(self, loki_format):
         self.start_agent(loki_format, scenario="xid-merge.yaml", env={"GPUSCOPE_SIM_KERNEL_LOG": self.kernel_log})
-        per_file = []
-        for name in CORPUS:
-            with open(os.path.join(FIXTURES, "events", name), encoding="utf-8") as f:
-                per_file.append([line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")])
-        corpus = [line for lines in per_file for line in lines]
-        for lines in per_file:  # one write per fixture file: several polls, several pushes
-            append(self.job_log, "".join(line + "\n" for line in lines))
+        corpus = event_corpus.read_corpus(FIXTURES)
+        for name in event_corpus.CORPUS_CLASSES:  # one write per fixture file: several polls, several pushes
+            append(self.job_log, "".join(line + "\n" for n, line in corpus if n == name))
+        gpu_runs = {}
 
         def stored():
             shipped = self.shipped_and_acknowledged()
             read = metric(self.agent, "gpuscope_event_lines_total", source="file") or 0
-            if not shipped or read < len(corpus) + 2:
+            nvml_only = metric(self.agent, "gpuscope_xid_errors_total", gpu="6", xid="43")
+            if not shipped or read < len(corpus) + 2 or nvml_only != 1:
                 return None
             entries = self.receiver.query("*")
             kernel = [e for e in entries if e.get("origin") == self.kernel_log]
-            return entries if len(entries) == shipped and len(kernel) == 2 else None
+            if len(entries) != shipped or len(kernel) != 2:
+                return None
+            # Two more GPU collections after that: an XID counted twice would show by then.
+            runs = metric(self.agent, "gpuscope_collector_runs_total", collector="gpu")
+            gpu_runs.setdefault("at", runs)
+            return entries if runs >= gpu_runs["at"] + 2 else None
 
-        entries = harness.wait_for(stored, 90, "every shipped event stored in VictoriaLogs")
+        entries = harness.wait_for(stored, 90, "every shipped event stored in VictoriaLogs, the XIDs counted")
         self.assertEqual(metric(self.agent, "gpuscope_sink_failed_requests_total", sink="loki") or 0, 0)
+        # Shipped = every classified event at or above the ship severity (info): debug NCCL lines stay home.
+        classified = harness.parse_exposition(self.agent.metrics())
+        at_or_above_info = sum(v for (n, ls), v in classified.items()
+                               if n == "gpuscope_events_total" and dict(ls)["severity"] != "debug")
+        self.assertEqual(len(entries), at_or_above_info)
 
         from_job_log = [e for e in entries if e.get("origin") == self.job_log]
         self.assertEqual(len(from_job_log), len(entries) - 2)
+        allowed = event_corpus.allowed_classes(corpus)
         position = {}
-        for i, line in enumerate(corpus):
+        for i, (_, line) in enumerate(corpus):
             position.setdefault(line, i)
-        classes = set()
         for entry in from_job_log:
             with self.subTest(line=entry["_msg"][:80]):
-                self.assertIn(entry["_msg"], position, "a message that is not a corpus line")
+                self.assertIn(entry["_msg"], allowed, "a message that is not a corpus line")
                 stream = stream_labels(entry)
                 self.assertEqual(sorted(stream), sorted(STREAM_LABELS))
+                self.assertIn(stream["class"], allowed[entry["_msg"]])
                 self.assertEqual(stream["host"], "sim-node")
                 self.assertEqual(stream["source"], "file")
                 self.assertIn(stream["severity"], {"info", "warning", "error", "critical"})
-                named = re.findall(r"JOB (\d+)|STEP (\d+)|job_(\d+)|StepId=(\d+)|step (\d+)\.", entry["_msg"])
-                self.assertIn(entry["hpc_job"], {"4242"} | {g for groups in named for g in groups if g})
-                classes.add(stream["class"])
-        self.assertEqual(classes, {"xid", "sxid", "oom", "oom_summary", "slurm_interruption", "cuda", "cuda_oom",
-                                   "ib_completion", "nccl", "nccl_watchdog"})
+                self.assertIn(entry["hpc_job"], event_corpus.jobs_named(entry["_msg"], "4242"))
+        self.assertEqual({stream_labels(e)["class"] for e in entries}, event_corpus.ALL_CLASSES)
+        by_class = {stream_labels(e)["class"]: e for e in from_job_log}
+        self.assertEqual(by_class["cuda_oom"]["hpc_job"], "4242")
         # Each corpus event once: no line stored twice (the corpus has no repeated event line).
         messages = [e["_msg"] for e in from_job_log]
         self.assertEqual(len(messages), len(set(messages)))
         self.assert_time_follows_order(from_job_log, key=lambda e: position[e["_msg"]])
 
-        # The simulator's kernel-log XIDs carry the GPU, its UUID and the XID as fields.
+        # The simulator's kernel-log XIDs carry the GPU, its UUID and the XID as fields, and are counted
+        # once although NVML reports them too (GPU 6's XID 43 is NVML's alone: the proof NVML is reporting).
         kernel = {e["xid"]: e for e in entries if e.get("origin") == self.kernel_log}
         self.assertEqual(set(kernel), {"13", "31"})
         self.assertEqual((kernel["13"]["gpu"], kernel["31"]["gpu"]), ("2", "5"))
@@ -166,6 +166,13 @@ class LokiPushIntoVictoriaLogs(unittest.TestCase):
                 self.assertIn(labels["severity"], {"warning", "error", "critical"})
                 self.assertRegex(entry["UUID"], r"^GPU-[0-9a-f-]+$")
                 self.assertIn("Xid", entry["_msg"])
+        for gpu, xid in (("2", "13"), ("5", "31"), ("6", "43")):
+            with self.subTest(gpu=gpu, xid=xid):
+                samples = [(dict(ls), v) for (n, ls), v in classified.items()
+                           if n == "gpuscope_xid_errors_total" and dict(ls).get("gpu") == gpu]
+                self.assertEqual([(s["xid"], v) for s, v in samples], [(xid, 1.0)])
+                if xid != "43":
+                    self.assertEqual(samples[0][0]["UUID"], kernel[xid]["UUID"])
         # LogsQL over the structured metadata and the stream selects the same entries.
         self.assertEqual(len(self.receiver.query('xid:="13" AND gpu:="2"')), 1)
         self.assertEqual(len(self.receiver.query('{class="cuda_oom"} hpc_job:="4242"')),
@@ -177,9 +184,15 @@ class LokiPushIntoVictoriaLogs(unittest.TestCase):
     def test_json_push_stores_every_event_with_labels_and_metadata_in_order(self):
         self.check_every_class("json")
 
-    def test_events_produced_while_victorialogs_is_down_arrive_once_after_restart(self):
+    def test_protobuf_events_produced_while_victorialogs_is_down_arrive_once_after_restart(self):
+        self.check_outage("protobuf")
+
+    def test_json_events_produced_while_victorialogs_is_down_arrive_once_after_restart(self):
+        self.check_outage("json")
+
+    def check_outage(self, loki_format):
         events = 2500  # more than one batch (1000 records)
-        self.start_agent("protobuf")
+        self.start_agent(loki_format)
         append(self.job_log, numbered_line(0) + "\n")
         harness.wait_for(lambda: len(self.receiver.query("e2e-seq")) == 1, 30, "the first event stored")
         self.receiver.stop()
