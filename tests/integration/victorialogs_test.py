@@ -5,7 +5,9 @@ Proves, for protobuf+snappy and for JSON: every shipped event is stored once, wi
 host/source/class/severity, the structured metadata (hpc_job, gpu, UUID, xid, origin) as fields, and the
 line as the message; timestamps follow file order within each stream; XIDs that NVML and the kernel log
 both see count once. And, for both formats, with VictoriaLogs stopped (connection refused) while events
-are produced and started again on the same data directory, every event arrives exactly once.
+are produced and started again on the same data directory, every event arrives exactly once. And a
+FIFO and a /dev/zero symlink in the tailer's glob are skipped, counted and logged once, while the regular
+file beside them still ships.
 
 Usage: victorialogs_test.py AGENT SIM_LIBRARY VICTORIA_LOGS REPO_ROOT"""
 
@@ -15,6 +17,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -214,6 +217,32 @@ class LokiPushIntoVictoriaLogs(unittest.TestCase):
         self.assertEqual(numbers, list(range(events)), "every event exactly once")
         self.assertEqual({stream_labels(e)["class"] for e in entries}, {"nccl", "cuda"})
         self.assert_time_follows_order(entries, key=lambda e: int(SEQ.search(e["_msg"]).group(1)))
+
+    def stored_numbers(self):
+        return sorted(int(SEQ.search(e["_msg"]).group(1)) for e in self.receiver.query("e2e-seq"))
+
+    def test_fifo_and_device_symlink_in_the_glob_are_skipped_counted_and_logged_once(self):
+        """A FIFO without a writer would block open() and /dev/zero never ends: the agent opens neither,
+        counts each once by reason, logs each once, and still ships the regular file beside them."""
+        os.mkfifo(os.path.join(self.jobs, "slurm-fifo.out"))
+        os.symlink("/dev/zero", os.path.join(self.jobs, "slurm-zero.out"))
+        append(self.job_log, numbered_line(0) + "\n")
+        self.start_agent("protobuf")
+        harness.wait_for(lambda: self.stored_numbers() == [0], 30, "the event of the regular file")
+        harness.wait_for(lambda: metric(self.agent, "gpuscope_event_files_skipped_total", reason="fifo") == 1
+                         and metric(self.agent, "gpuscope_event_files_skipped_total", reason="device") == 1,
+                         30, "the FIFO and the /dev/zero symlink counted as skipped")
+        append(self.job_log, numbered_line(1) + "\n")
+        harness.wait_for(lambda: self.stored_numbers() == [0, 1], 30, "a later event of the regular file")
+        time.sleep(0.5)  # several more polls (100 ms) of the same paths
+        log = self.agent.read_log()
+        self.assertEqual(log.count("event file skipped"), 2, log[-2000:])
+        self.assertIn("reason=fifo", log)
+        self.assertIn("reason=device", log)
+        self.assertEqual(metric(self.agent, "gpuscope_event_files_skipped_total", reason="fifo"), 1)
+        self.assertEqual(self.agent.stop(), 0, "SIGTERM with a FIFO in the glob")
+        self.agent.cleanup()
+        self.agent = None
 
 
 if __name__ == "__main__":
