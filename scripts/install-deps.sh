@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpuscope needs to build, test and run its demo. Idempotent: packages
-# already installed are not fetched again. Needs root (apt-get). Every package, with why:
+# Installs what gpuscope needs to build, test and run its demo: the Debian 12 packages (every one below,
+# with why), the project virtual environment (.venv) with the pinned Python packages, the pinned Go
+# modules, and the real receivers of the integration tests built from pinned Go modules
+# (scripts/build-peers.sh). Every pinned version is in scripts/versions.env. Idempotent: what is present
+# is not fetched or built again. Needs root when a Debian package is missing (apt-get).
 set -euo pipefail
 
 packages=(
@@ -85,3 +88,8 @@ if ! go mod download -json "$GO_NVML_MODULE@$GO_NVML_VERSION" >/dev/null; then
   echo "install-deps: cannot fetch $GO_NVML_MODULE@$GO_NVML_VERSION from the Go module proxy" >&2
   exit 1
 fi
+
+# The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
+# OpenTelemetry Collector), built from their pinned Go modules once per machine into a cache outside the
+# repository (scripts/build-peers.sh); later runs find them there and build nothing.
+"$root/scripts/build-peers.sh"

@@ -88,13 +88,15 @@ class Agent:
 
 
 class Prometheus:
-    """A real Prometheus (Debian package) scraping the given targets every second. extra_config: top-level
-    YAML appended after scrape_configs (e.g. an alerting section). config: a whole configuration file's
-    text instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused)."""
+    """A real Prometheus scraping the given targets every second: `binary`, else $GPUSCOPE_PROMETHEUS (the
+    tests that run again on Prometheus 3 set it), else Debian's on PATH. extra_config: top-level YAML
+    appended after scrape_configs (e.g. an alerting section). config: a whole configuration file's text
+    instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused)."""
 
     def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
                  port=None, config=None):
-        self.binary = binary or shutil.which("prometheus") or "/usr/bin/prometheus"
+        self.binary = (binary or os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus")
+                       or "/usr/bin/prometheus")
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
         self.port = port or free_port()
         if config is None:
@@ -158,3 +160,24 @@ def parse_exposition(text):
         labels = dict(label_pattern.findall(match.group(3) or ""))
         samples[(match.group(1), frozenset(labels.items()))] = float(match.group(4))
     return samples
+
+
+def append(path, data):
+    """One write(2) with O_APPEND: the tailer never sees half of it as a line."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data.encode() if isinstance(data, str) else data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def metric(agent, name, **labels):
+    """Sum of the samples of `name` whose labels include `labels`; None when there is none."""
+    total = None
+    for (sample_name, sample_labels), value in parse_exposition(agent.metrics()).items():
+        have = dict(sample_labels)
+        if sample_name == name and all(have.get(k) == v for k, v in labels.items()):
+            total = (total or 0) + value
+    return total

@@ -1,0 +1,47 @@
+# The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
+# OpenTelemetry Collector), built by scripts/build-peers.sh from the versions pinned in
+# scripts/versions.env into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
+# This finds each in the directory of its pinned version only (never one on PATH of another version) and
+# requires it like any other tool of the default test run (gpuscope_require_program). Sets:
+#   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_PROMETHEUS3_BIN GPUSCOPE_PROMTOOL3_BIN
+#   GPUSCOPE_OTELCOL_BIN
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/versions.env
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go)
+file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_peer_pins
+     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL)_VERSION=")
+foreach(_pin IN LISTS _gpuscope_peer_pins)
+  string(REGEX MATCH "^([A-Z0-9]+)_VERSION=(.*)$" _ "${_pin}")
+  set(_gpuscope_${CMAKE_MATCH_1}_version "${CMAKE_MATCH_2}")
+endforeach()
+foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL)
+  if(NOT _gpuscope_${_peer}_version)
+    message(FATAL_ERROR "scripts/versions.env does not pin ${_peer}_VERSION")
+  endif()
+endforeach()
+
+if(DEFINED ENV{GPUSCOPE_PEERS_CACHE})
+  set(_gpuscope_peers_cache "$ENV{GPUSCOPE_PEERS_CACHE}")
+else()
+  set(_gpuscope_peers_cache "$ENV{HOME}/.cache/gpuscope/peers")
+endif()
+# The otelcol entry carries a hash of its build recipe, as scripts/build-peers.sh names it.
+file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go _gpuscope_otelcol_hash)
+string(SUBSTRING "${_gpuscope_otelcol_hash}" 0 12 _gpuscope_otelcol_hash)
+
+# A path found for another version (the pin changed since the last configure) is looked up again.
+function(_gpuscope_require_peer var program dir)
+  if(${var} AND NOT ${var} STREQUAL "${dir}/${program}")
+    unset(${var} CACHE)
+  endif()
+  gpuscope_require_program(${var} ${program} NO_DEFAULT_PATH PATHS ${dir})
+endfunction()
+_gpuscope_require_peer(GPUSCOPE_VICTORIALOGS_BIN victoria-logs
+                       ${_gpuscope_peers_cache}/victoria-logs-${_gpuscope_VICTORIALOGS_version})
+_gpuscope_require_peer(GPUSCOPE_VICTORIAMETRICS_BIN victoria-metrics
+                       ${_gpuscope_peers_cache}/victoria-metrics-${_gpuscope_VICTORIAMETRICS_version})
+_gpuscope_require_peer(GPUSCOPE_PROMETHEUS3_BIN prometheus
+                       ${_gpuscope_peers_cache}/prometheus-${_gpuscope_PROMETHEUS3_version})
+_gpuscope_require_peer(GPUSCOPE_PROMTOOL3_BIN promtool
+                       ${_gpuscope_peers_cache}/prometheus-${_gpuscope_PROMETHEUS3_version})
+_gpuscope_require_peer(GPUSCOPE_OTELCOL_BIN otelcol
+                       ${_gpuscope_peers_cache}/otelcol-${_gpuscope_OTELCOL_version}-${_gpuscope_otelcol_hash})

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics,
+# Prometheus 3, an OpenTelemetry Collector) from the Go module versions pinned in scripts/versions.env,
+# once per machine, into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
+# A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
+# old one. Each build happens in a throwaway module directory (go mod init; go get MODULE@VERSION;
+# go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
+# module cache and are never vendored. Prints one line per peer: cached, or built with its time.
+# Usage: scripts/build-peers.sh [name...]   (names: victoria-logs victoria-metrics prometheus3 otelcol)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=versions.env
+. "$root/scripts/versions.env"
+cache=${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}
+mkdir -p "$cache"
+export GOTOOLCHAIN=local GOFLAGS="-trimpath -mod=mod"
+
+# The otelcol build recipe is our own source: its cache entry carries a hash of it, so an edited
+# main.go builds anew.
+otelcol_main=$root/tests/tools/otelcol/main.go
+otelcol_key=$OTELCOL_VERSION-$(sha256sum "$otelcol_main" | cut -c1-12)
+
+# The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
+peer_dir() {
+  case $1 in
+    victoria-logs) echo "$cache/victoria-logs-$VICTORIALOGS_VERSION" ;;
+    victoria-metrics) echo "$cache/victoria-metrics-$VICTORIAMETRICS_VERSION" ;;
+    prometheus3) echo "$cache/prometheus-$PROMETHEUS3_VERSION" ;;
+    otelcol) echo "$cache/otelcol-$otelcol_key" ;;
+    *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
+  esac
+}
+
+# build_peer NAME: builds NAME in a fresh module directory unless its cache directory is complete.
+build_peer() {
+  local name=$1 dir tmp work start
+  dir=$(peer_dir "$name")
+  if [ -f "$dir/.complete" ]; then
+    echo "build-peers: $name cached in $dir"
+    return 0
+  fi
+  start=$(date +%s)
+  tmp=$(mktemp -d "$cache/.build-$name.XXXXXX")
+  work=$tmp/module
+  mkdir -p "$work" "$tmp/out"
+  # The go tool's chatter goes to a log, shown when the build fails.
+  if ! (
+    cd "$work"
+    go mod init gpuscope.test/peers/"$name" >/dev/null 2>&1
+    case $name in
+      victoria-logs)
+        go get "$VICTORIALOGS_MODULE@$VICTORIALOGS_VERSION"
+        go build -o "$tmp/out/victoria-logs" "$VICTORIALOGS_MODULE/app/victoria-logs"
+        ;;
+      victoria-metrics)
+        go get "$VICTORIAMETRICS_MODULE@$VICTORIAMETRICS_VERSION"
+        go build -o "$tmp/out/victoria-metrics" "$VICTORIAMETRICS_MODULE/app/victoria-metrics"
+        ;;
+      prometheus3)
+        go get "$PROMETHEUS3_MODULE@$PROMETHEUS3_VERSION"
+        go build -tags "$PROMETHEUS3_BUILD_TAGS" -o "$tmp/out/prometheus" "$PROMETHEUS3_MODULE/cmd/prometheus"
+        go build -tags "$PROMETHEUS3_BUILD_TAGS" -o "$tmp/out/promtool" "$PROMETHEUS3_MODULE/cmd/promtool"
+        ;;
+      otelcol)
+        cp "$otelcol_main" main.go
+        local core=go.opentelemetry.io/collector contrib=github.com/open-telemetry/opentelemetry-collector-contrib
+        go get "$core/otelcol@$OTELCOL_VERSION" "$core/receiver/otlpreceiver@$OTELCOL_VERSION" \
+          "$core/service@$OTELCOL_VERSION" "$contrib/exporter/fileexporter@$OTELCOL_VERSION" \
+          "$core/component@$OTELCOL_STABLE_VERSION" "$core/confmap@$OTELCOL_STABLE_VERSION" \
+          "$core/confmap/provider/fileprovider@$OTELCOL_STABLE_VERSION" \
+          "$core/confmap/provider/envprovider@$OTELCOL_STABLE_VERSION" \
+          "$core/exporter@$OTELCOL_STABLE_VERSION" "$core/receiver@$OTELCOL_STABLE_VERSION"
+        go build -o "$tmp/out/otelcol" .
+        # One release for every collector module: a module pulled to another release would mix APIs.
+        local strays
+        strays=$(go list -m all | awk -v a="$OTELCOL_VERSION" -v b="$OTELCOL_STABLE_VERSION" \
+          '$1 ~ /^(go.opentelemetry.io\/collector|github.com\/open-telemetry\/opentelemetry-collector-contrib)/ && $2 != a && $2 != b')
+        if [ -n "$strays" ]; then
+          echo "build-peers: collector modules outside release $OTELCOL_VERSION/$OTELCOL_STABLE_VERSION:" >&2
+          echo "$strays" >&2
+          exit 1
+        fi
+        ;;
+    esac
+  ) >"$tmp/build.log" 2>&1; then
+    cat "$tmp/build.log" >&2
+    rm -rf "$tmp"
+    echo "build-peers: building $name failed" >&2
+    return 1
+  fi
+  rm -rf "$dir"
+  mv "$tmp/out" "$dir"
+  rm -rf "$tmp"
+  touch "$dir/.complete"
+  echo "build-peers: $name built in $dir ($(($(date +%s) - start)) s)"
+}
+
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics)
+for name in "${names[@]}"; do
+  peer_dir "$name" >/dev/null
+  build_peer "$name"
+done

@@ -1,0 +1,166 @@
+"""The real open-source receivers of the integration tests, on loopback: VictoriaLogs (Loki push in,
+LogsQL out) and the OpenTelemetry Collector (OTLP in, the file exporter's JSON lines out). Built from
+pinned Go modules by scripts/build-peers.sh; CMake passes their paths. Standard library only."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import harness
+
+
+class VictoriaLogs:
+    """victoria-logs on 127.0.0.1 with its data in a directory of its own. stop() and start() keep the
+    port and the data directory, so a restart is the same receiver after an outage."""
+
+    def __init__(self, binary, start=True):
+        self.binary = binary
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-victorialogs-")
+        self.port = harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = None
+        self._log = None
+        self.starts = 0
+        if start:
+            self.start()
+
+    def start(self):
+        self._log = open(os.path.join(self.workdir, f"victoria-logs-{self.starts}.log"), "w")
+        self.starts += 1
+        self.process = subprocess.Popen(
+            [self.binary, f"-storageDataPath={self.workdir}/data", f"-httpListenAddr=127.0.0.1:{self.port}",
+             "-loggerLevel=WARN"],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        harness.wait_for(self._ready, 60, "VictoriaLogs to be ready")
+
+    def _ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"victoria-logs exited with {self.process.returncode}: {self.read_log()}")
+        return harness.http_get(self.url + "/insert/loki/ready")[0] == 200
+
+    def read_log(self):
+        out = []
+        for name in sorted(os.listdir(self.workdir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.workdir, name)) as f:
+                    out.append(f.read())
+        return "".join(out)
+
+    def loki_push_url(self):
+        return self.url + "/insert/loki/api/v1/push"
+
+    def query(self, logsql):
+        """Every entry LogsQL `logsql` selects, as dicts of fields (_msg, _time, _stream, the stream labels
+        and the structured metadata), after making what was ingested so far searchable."""
+        harness.http_get(self.url + "/internal/force_flush")
+        data = urllib.parse.urlencode({"query": logsql}).encode()
+        with urllib.request.urlopen(urllib.request.Request(self.url + "/select/logsql/query", data=data),
+                                    timeout=30) as response:
+            body = response.read().decode("utf-8", errors="strict")
+        return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class OtelCollector:
+    """The OpenTelemetry Collector (tests/tools/otelcol/main.go: OTLP receiver, file exporter) with OTLP/HTTP
+    on 127.0.0.1 and every log and metric request it decoded written as one JSON line (OTLP/JSON). stop()
+    and start() keep the port and the output file."""
+
+    def __init__(self, binary, start=True):
+        self.binary = binary
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-otelcol-")
+        self.port = harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.output = os.path.join(self.workdir, "received.jsonl")
+        self.config = os.path.join(self.workdir, "config.yaml")
+        pipeline = "{receivers: [otlp], exporters: [file]}"
+        with open(self.config, "w") as f:
+            f.write("receivers:\n"
+                    f"  otlp: {{protocols: {{http: {{endpoint: '127.0.0.1:{self.port}'}}}}}}\n"
+                    "exporters:\n"
+                    f"  file: {{path: '{self.output}', append: true, flush_interval: 100ms}}\n"
+                    "service:\n"
+                    "  telemetry: {metrics: {level: none}, logs: {level: warn}}\n"
+                    f"  pipelines: {{logs: {pipeline}, metrics: {pipeline}}}\n")
+        self.process = None
+        self._log = None
+        if start:
+            self.start()
+
+    def start(self):
+        """Starts the Collector on the same port; the file exporter appends to the same file."""
+        self._log = open(os.path.join(self.workdir, "otelcol.log"), "a")
+        self.process = subprocess.Popen([self.binary, f"--config=file:{self.config}"], stdout=self._log,
+                                        stderr=subprocess.STDOUT)
+        harness.wait_for(self._ready, 60, "the OpenTelemetry Collector to listen")
+
+    def _ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"otelcol exited with {self.process.returncode}: {self.read_log()}")
+        try:
+            harness.http_get(self.url + "/v1/logs")
+        except urllib.error.HTTPError:
+            pass  # listening: a GET of the OTLP path is refused (405)
+        return True
+
+    def read_log(self):
+        with open(os.path.join(self.workdir, "otelcol.log")) as f:
+            return f.read()
+
+    def requests(self):
+        """Every request the file exporter wrote, decoded; a last line being written is left for later."""
+        if not os.path.exists(self.output):
+            return []
+        with open(self.output, "rb") as f:
+            lines = f.read().split(b"\n")
+        return [json.loads(line.decode("utf-8", errors="strict")) for line in lines[:-1] if line.strip()]
+
+    def log_records(self):
+        """(resource attributes, scope, log record) for every log record received, in arrival order;
+        attributes as {key: value} of their string values."""
+        out = []
+        for request in self.requests():
+            for resource_logs in request.get("resourceLogs", []):
+                resource = attributes(resource_logs.get("resource", {}).get("attributes", []))
+                for scope_logs in resource_logs.get("scopeLogs", []):
+                    for record in scope_logs.get("logRecords", []):
+                        out.append((resource, scope_logs.get("scope", {}), record))
+        return out
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def attributes(key_values):
+    """OTLP/JSON attributes [{key, value: {stringValue|intValue|...}}] as {key: value}."""
+    out = {}
+    for kv in key_values:
+        value = kv.get("value", {})
+        out[kv["key"]] = next(iter(value.values())) if value else None
+    return out
+
