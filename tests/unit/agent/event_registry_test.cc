@@ -91,7 +91,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
   EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal"}));
-  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp"}));
+  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write"}));
 }
 
 TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
