@@ -44,12 +44,39 @@ MetricType TypeFromNumber(uint64_t number) {
   }
 }
 
-void AppendSample(std::string& out, uint32_t field, double value, int64_t timestamp_ms, int64_t start_ms) {
-  std::string sample;
-  AppendFixed64Field(sample, 1, std::bit_cast<uint64_t>(value));
-  if (timestamp_ms != 0) AppendVarintField(sample, 2, static_cast<uint64_t>(timestamp_ms));
-  if (start_ms != 0) AppendVarintField(sample, 3, static_cast<uint64_t>(start_ms));
-  AppendBytesField(out, field, sample);
+size_t VarintSize(uint64_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+// A length-delimited field of `length` bytes with a one-byte key (field numbers below 16).
+size_t FieldSize(uint32_t field, size_t length) { return 1 + VarintSize(length) + length; }
+
+size_t LabelSize(std::string_view name, std::string_view value) {
+  return FieldSize(1, name.size()) + FieldSize(2, value.size());
+}
+
+size_t SampleSize(int64_t timestamp_ms, int64_t start_ms) {
+  size_t size = 9;  // value: key + fixed64
+  if (timestamp_ms != 0) size += 1 + VarintSize(static_cast<uint64_t>(timestamp_ms));
+  if (start_ms != 0) size += 1 + VarintSize(static_cast<uint64_t>(start_ms));
+  return size;
+}
+
+// The key and length of a length-delimited field whose bytes the caller appends next.
+void AppendHeader(std::string& out, uint32_t field, size_t length) {
+  protowire::AppendTag(out, field, protowire::WireType::kLengthDelimited);
+  protowire::AppendVarint(out, length);
+}
+
+void AppendSampleFields(std::string& out, double value, int64_t timestamp_ms, int64_t start_ms) {
+  AppendFixed64Field(out, 1, std::bit_cast<uint64_t>(value));
+  if (timestamp_ms != 0) AppendVarintField(out, 2, static_cast<uint64_t>(timestamp_ms));
+  if (start_ms != 0) AppendVarintField(out, 3, static_cast<uint64_t>(start_ms));
 }
 
 std::string_view FamilyName(const RemoteWriteSeries& series) {
@@ -137,19 +164,29 @@ class Symbols {
 }  // namespace
 
 std::string EncodeWriteRequestV1(const RemoteWriteBatch& batch) {
-  std::string out;
-  std::string series_bytes;
-  std::string label;
+  // Sizes first, so every message is written once, straight into the output (no nested buffers).
+  std::vector<size_t> series_sizes;
+  series_sizes.reserve(batch.series.size());
+  size_t total = 0;
   for (const RemoteWriteSeries& series : batch.series) {
-    series_bytes.clear();
+    size_t size = 0;
+    for (const auto& [name, value] : series.labels) size += FieldSize(1, LabelSize(name, value));
+    size += FieldSize(2, SampleSize(series.timestamp_ms, 0));
+    series_sizes.push_back(size);
+    total += FieldSize(1, size);
+  }
+  std::string out;
+  out.reserve(total + batch.metadata.size() * 64);
+  for (size_t i = 0; i < batch.series.size(); ++i) {
+    const RemoteWriteSeries& series = batch.series[i];
+    AppendHeader(out, 1, series_sizes[i]);
     for (const auto& [name, value] : series.labels) {
-      label.clear();
-      AppendBytesField(label, 1, name);
-      AppendBytesField(label, 2, value);
-      AppendBytesField(series_bytes, 1, label);
+      AppendHeader(out, 1, LabelSize(name, value));
+      AppendBytesField(out, 1, name);
+      AppendBytesField(out, 2, value);
     }
-    AppendSample(series_bytes, 2, series.value, series.timestamp_ms, 0);
-    AppendBytesField(out, 1, series_bytes);
+    AppendHeader(out, 2, SampleSize(series.timestamp_ms, 0));
+    AppendSampleFields(out, series.value, series.timestamp_ms, 0);
   }
   std::string metadata;
   for (const RemoteWriteMetadata& m : batch.metadata) {
@@ -184,30 +221,36 @@ std::string EncodeRequestV2(const RemoteWriteBatch& batch) {
   std::unordered_map<std::string_view, const RemoteWriteMetadata*> metadata;
   for (const RemoteWriteMetadata& m : batch.metadata) metadata[m.family] = &m;
   std::string timeseries;
-  std::string series_bytes;
+  timeseries.reserve(batch.series.size() * 48);
   std::string refs;
   std::string meta;
   for (const RemoteWriteSeries& series : batch.series) {
-    series_bytes.clear();
     refs.clear();
     for (const auto& [name, value] : series.labels) {
       protowire::AppendVarint(refs, symbols.Ref(name));
       protowire::AppendVarint(refs, symbols.Ref(value));
     }
-    AppendBytesField(series_bytes, 1, refs);
-    AppendSample(series_bytes, 2, series.value, series.timestamp_ms, series.start_timestamp_ms);
+    meta.clear();
     const auto found = metadata.find(FamilyName(series));
     if (found != metadata.end()) {
       const RemoteWriteMetadata& m = *found->second;
-      meta.clear();
       if (const uint64_t type = TypeNumber(m.type); type != 0) AppendVarintField(meta, 1, type);
       if (const uint32_t help = symbols.Ref(m.help); help != 0) AppendVarintField(meta, 3, help);
       if (const uint32_t unit = symbols.Ref(m.unit); unit != 0) AppendVarintField(meta, 4, unit);
-      AppendBytesField(series_bytes, 5, meta);
     }
-    AppendBytesField(timeseries, 5, series_bytes);
+    const size_t sample_size = SampleSize(series.timestamp_ms, series.start_timestamp_ms);
+    size_t size = FieldSize(1, refs.size()) + FieldSize(2, sample_size);
+    if (found != metadata.end()) size += FieldSize(5, meta.size());
+    AppendHeader(timeseries, 5, size);
+    AppendBytesField(timeseries, 1, refs);
+    AppendHeader(timeseries, 2, sample_size);
+    AppendSampleFields(timeseries, series.value, series.timestamp_ms, series.start_timestamp_ms);
+    if (found != metadata.end()) AppendBytesField(timeseries, 5, meta);
   }
   std::string out;
+  size_t symbols_size = 0;
+  for (std::string_view s : symbols.strings()) symbols_size += FieldSize(4, s.size());
+  out.reserve(symbols_size + timeseries.size());
   for (std::string_view s : symbols.strings()) AppendBytesField(out, 4, s);
   out.append(timeseries);
   return out;
