@@ -16,6 +16,10 @@
 //   2.0 Request{symbols=4, timeseries=5}; TimeSeries{labels_refs=1 packed, samples=2, metadata=5};
 //       Sample{value=1, timestamp=2, start_timestamp=3}; Metadata{type=1, help_ref=3, unit_ref=4}.
 //   Metric types (both): unknown/unspecified 0, counter 1, gauge 2, info 6.
+// 2.0-rc.4 moved the created timestamp from TimeSeries (field 6 before) to Sample as start_timestamp; the
+// stored upstream types.proto predates that change, so field 3 is the spec's order, not yet checked
+// against a release (Prometheus 3.16's proto decides). The agent knows no start times today and leaves
+// it 0, which is never sent.
 //
 // Thread-safety: pure functions on caller-owned values; safe to call concurrently.
 #pragma once
