@@ -70,8 +70,8 @@ def start_agent(receiver_url, state_dir, protocol="1.0"):
 class EveryFamilyMatches:
     REL_TOL = 0.0  # exact
 
-    def check_every_family(self, receiver):
-        agent = start_agent(receiver.url, self.state_dir)
+    def check_every_family(self, receiver, protocol="1.0"):
+        agent = start_agent(receiver.url, self.state_dir, protocol)
         try:
             harness.wait_for(lambda: len(receiver.query("DCGM_FI_PROF_SM_ACTIVE")) == 8, 30,
                              "eight GPUs pushed")
@@ -93,6 +93,10 @@ class EveryFamilyMatches:
                 elif not set(expected) <= set(got) | set(first.get(name, {})):
                     mismatches.append((name, "series", sorted(set(expected) - set(got))))
             self.assertEqual(mismatches, [])
+            if protocol == "auto":
+                self.assertIn("remote_write receiver does not take 2.0, using 1.0", agent.read_log())
+                samples = samples_of(receiver, 'DCGM_FI_DEV_GPU_TEMP{gpu="0"}')
+                self.assertGreaterEqual(len(samples), 3, "batches keep arriving after the fallback")
         finally:
             agent.stop()
             agent.cleanup()
@@ -108,6 +112,11 @@ class PushToPrometheus(unittest.TestCase, EveryFamilyMatches):
 
     def test_promql_on_prometheus_returns_what_metrics_shows_for_every_family(self):
         self.check_every_family(self.prometheus)
+
+    def test_auto_falls_back_to_1_0_on_a_1_0_receiver_and_loses_nothing(self):
+        # Prometheus 2.42 reads a 2.0 body as an empty 1.0 request and answers 204 without the
+        # X-Prometheus-Remote-Write-*-Written headers: the sink resends that batch as 1.0.
+        self.check_every_family(self.prometheus, protocol="auto")
 
 
 class PushToVictoriaMetrics(unittest.TestCase, EveryFamilyMatches):

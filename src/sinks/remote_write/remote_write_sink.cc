@@ -140,19 +140,18 @@ Status RemoteWriteSink::Start() {
     d->sender = std::make_unique<PushSender>(queue.get(), std::move(o));
     destinations.push_back(std::move(d));
   }
-  queue_ = std::move(queue);
-  destinations_ = std::move(destinations);
-  for (auto& d : destinations_) {
+  for (auto& d : destinations) {
     status = d->sender->Start();
     if (!status.ok()) {
-      for (auto& started : destinations_) started->sender->Stop();
-      destinations_.clear();
-      queue_.reset();
+      for (auto& started : destinations) started->sender->Stop();
       return Status::InvalidArgument("remote_write " + d->url + ": " + status.message());
     }
   }
   {
     MutexLock lock(&mu_);
+    queue_ = std::move(queue);
+    destinations_ = std::move(destinations);
+    previous_.clear();
     running_ = true;
     stopping_ = false;
   }
@@ -168,12 +167,13 @@ void RemoteWriteSink::Stop() {
   }
   cv_.NotifyAll();
   producer_.join();
-  for (auto& d : destinations_) d->sender->Stop();
   MutexLock lock(&mu_);
+  for (auto& d : destinations_) d->sender->Stop();  // a sender's thread never takes mu_
   running_ = false;
 }
 
 void RemoteWriteSink::Wake() {
+  MutexLock lock(&mu_);
   for (auto& d : destinations_) d->sender->Wake();
 }
 
@@ -414,8 +414,8 @@ std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
   }
   const Labels sink{{"sink", "remote_write"}};
   int64_t highest_queued_ms = 0;
+  MutexLock lock(&mu_);  // the queue's and senders' own locks are taken inside it, never the other way
   {
-    MutexLock lock(&mu_);
     out[0].samples.push_back({sink, static_cast<double>(batches_queued_)});
     out[1].samples.push_back({sink, static_cast<double>(samples_queued_)});
     out[2].samples.push_back({sink, static_cast<double>(stale_markers_)});
@@ -426,7 +426,7 @@ std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
   for (const auto& d : destinations_) {
     const Labels url{{"sink", "remote_write"}, {"url", d->url}};
     const uint64_t pending = queue_ != nullptr ? queue_->pending_records(d->consumer) : 0;
-    MutexLock lock(&d->mu);
+    MutexLock destination_lock(&d->mu);
     out[5].samples.push_back({url, static_cast<double>(d->samples_sent)});
     out[6].samples.push_back({url, static_cast<double>(d->samples_retried)});
     out[7].samples.push_back({Labels{{"sink", "remote_write"}, {"url", d->url}, {"reason", "rejected"}},

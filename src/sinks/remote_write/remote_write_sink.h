@@ -96,12 +96,14 @@ class RemoteWriteSink final : public PushSink {
   int64_t NowMs() const;
 
   RemoteWriteOptions options_;
-  std::unique_ptr<DurableQueue> queue_;
-  std::vector<std::unique_ptr<Destination>> destinations_;
   std::thread producer_;
 
+  // Set by a successful Start(), under mu_: Metrics() may run (on the collector thread) while the sink
+  // starts.
   mutable Mutex mu_;
   CondVar cv_;
+  std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Destination>> destinations_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   // The series of the last queued batch (key: the sorted labels joined) for stale markers.
