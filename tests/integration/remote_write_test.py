@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sys
+import tempfile
 import time
 import unittest
 
@@ -135,6 +136,38 @@ class PushToVictoriaMetrics(unittest.TestCase, EveryFamilyMatches):
         self.check_every_family(self.vm)
 
 
+class GpuFallsOffTheBus(unittest.TestCase):
+    """GPU 3 falls off the bus 3 s into the run: its series leave the snapshot, and the next batch carries a
+    stale marker for each, so Prometheus drops them at once instead of after its 5-minute lookback."""
+
+    def test_a_lost_gpus_series_go_stale_in_prometheus_at_once(self):
+        scenario = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        scenario.write("seed: 11\ngpus:\n  count: 8\n  model: h100-sxm\n"
+                       "  workload: {type: training, memory_gib: 60, processes: 1, step_s: 1}\n"
+                       "faults:\n  - {type: fall_off_bus, gpu: 3, at: 3}\n")
+        scenario.close()
+        prometheus = harness.Prometheus([], config=NO_SCRAPE, extra_args=RECEIVER_ARGS)
+        agent = harness.Agent(AGENT, SIM, scenario.name,
+                              extra_args=push_args(prometheus.url + "/api/v1/write",
+                                                   os.path.join(prometheus.workdir, "agent-state")))
+        try:
+            harness.wait_for(lambda: prometheus.query('DCGM_FI_DEV_GPU_TEMP{gpu="3"}'), 30, "GPU 3 pushed")
+            harness.wait_for(lambda: prometheus.query('gpuscope_gpu_up{gpu="3"} == 0'), 30, "GPU 3 down")
+            harness.wait_for(lambda: not prometheus.query('DCGM_FI_DEV_GPU_TEMP{gpu="3"}'), 10,
+                             "GPU 3's temperature gone from an instant query")
+            self.assertEqual(len(prometheus.query("DCGM_FI_DEV_GPU_TEMP")), 7)
+            # The series ended with the stale marker: its last sample in range is the NaN Prometheus hides.
+            self.assertTrue(prometheus.query('count_over_time(DCGM_FI_DEV_GPU_TEMP{gpu="3"}[1m])'))
+            # The sink's own counter, published by the events collector every 5 s.
+            harness.wait_for(lambda: sum(exposition_by_family(agent.metrics()).get(
+                "gpuscope_remote_write_stale_markers_total", {}).values()) > 0, 15, "stale markers counted")
+        finally:
+            agent.stop()
+            agent.cleanup()
+            prometheus.stop()
+            os.unlink(scenario.name)
+
+
 class ReceiverOutage(unittest.TestCase):
     """The receiver is down while the agent runs, then comes up on the same port: every batch arrives,
     in order (Prometheus refuses out-of-order samples, which would show as drops), none is dropped."""
@@ -142,7 +175,7 @@ class ReceiverOutage(unittest.TestCase):
     def test_everything_queued_during_an_outage_arrives_in_order_afterwards(self):
         port = harness.free_port()
         url = f"http://127.0.0.1:{port}"
-        state_dir = os.path.join(harness.tempfile.mkdtemp(prefix="gpuscope-rw-"), "state")
+        state_dir = os.path.join(tempfile.mkdtemp(prefix="gpuscope-rw-"), "state")
         agent = start_agent(url, state_dir)
         prometheus = None
         try:
