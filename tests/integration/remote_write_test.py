@@ -70,6 +70,7 @@ def start_agent(receiver_url, state_dir, protocol="1.0"):
 
 class EveryFamilyMatches:
     REL_TOL = 0.0  # exact
+    SPEAKS_2_0 = False
 
     def check_every_family(self, receiver, protocol="1.0"):
         agent = start_agent(receiver.url, self.state_dir, protocol)
@@ -94,10 +95,13 @@ class EveryFamilyMatches:
                 elif not set(expected) <= set(got) | set(first.get(name, {})):
                     mismatches.append((name, "series", sorted(set(expected) - set(got))))
             self.assertEqual(mismatches, [])
-            if protocol == "auto":
-                self.assertIn("remote_write receiver does not take 2.0, using 1.0", agent.read_log())
+            fell_back = "remote_write receiver does not take 2.0, using 1.0" in agent.read_log()
+            if protocol == "auto" and not self.SPEAKS_2_0:
+                self.assertTrue(fell_back)
                 samples = samples_of(receiver, 'DCGM_FI_DEV_GPU_TEMP{gpu="0"}')
                 self.assertGreaterEqual(len(samples), 3, "batches keep arriving after the fallback")
+            if self.SPEAKS_2_0:
+                self.assertFalse(fell_back, "a 2.0 receiver confirms what it wrote")
         finally:
             agent.stop()
             agent.cleanup()
@@ -117,6 +121,33 @@ class PushToPrometheus(unittest.TestCase, EveryFamilyMatches):
     def test_auto_falls_back_to_1_0_on_a_1_0_receiver_and_loses_nothing(self):
         # Prometheus 2.42 reads a 2.0 body as an empty 1.0 request and answers 204 without the
         # X-Prometheus-Remote-Write-*-Written headers: the sink resends that batch as 1.0.
+        self.check_every_family(self.prometheus, protocol="auto")
+
+
+PROMETHEUS3 = os.environ.get("GPUSCOPE_PROMETHEUS3", "")  # a Prometheus 3 binary (the peers build)
+
+
+@unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
+                     "GPUSCOPE_PROMETHEUS3 names no Prometheus 3 binary (built by the peers scripts)")
+class PushToPrometheus3(unittest.TestCase, EveryFamilyMatches):
+    """2.0 (and auto, which must stay on 2.0) against a receiver that speaks it."""
+
+    SPEAKS_2_0 = True
+
+    def setUp(self):
+        self.prometheus = harness.Prometheus(
+            [], binary=PROMETHEUS3, config=NO_SCRAPE,
+            extra_args=RECEIVER_ARGS + ["--web.remote-write-receiver.accepted-protobuf-messages="
+                                        "prometheus.WriteRequest,io.prometheus.write.v2.Request"])
+        self.state_dir = self.prometheus.workdir + "/agent-state"
+
+    def tearDown(self):
+        self.prometheus.stop()
+
+    def test_2_0_every_family_matches(self):
+        self.check_every_family(self.prometheus, protocol="2.0")
+
+    def test_auto_stays_on_2_0_and_every_family_matches(self):
         self.check_every_family(self.prometheus, protocol="auto")
 
 

@@ -8,18 +8,16 @@
 // (protobuf merges repeated fields), so a 1.0 body is the records joined and compressed, and a 2.0 body
 // is the records decoded back (DecodeWriteRequestV1) and re-encoded.
 //
-// Field numbers (checked against prometheus/prometheus prompb/types.proto and
-// prompb/io/prometheus/write/v2/types.proto):
+// Field numbers (checked against prometheus/prometheus v0.316.0 = Prometheus 3.16: prompb/types.proto,
+// prompb/remote.proto and prompb/io/prometheus/write/v2/types.proto):
 //   1.0 WriteRequest{timeseries=1, metadata=3}; TimeSeries{labels=1, samples=2}; Label{name=1, value=2};
 //       Sample{value=1 double, timestamp=2 int64}; MetricMetadata{type=1, metric_family_name=2, help=4,
 //       unit=5}.
 //   2.0 Request{symbols=4, timeseries=5}; TimeSeries{labels_refs=1 packed, samples=2, metadata=5};
 //       Sample{value=1, timestamp=2, start_timestamp=3}; Metadata{type=1, help_ref=3, unit_ref=4}.
 //   Metric types (both): unknown/unspecified 0, counter 1, gauge 2, info 6.
-// 2.0-rc.4 moved the created timestamp from TimeSeries (field 6 before) to Sample as start_timestamp; the
-// stored upstream types.proto predates that change, so field 3 is the spec's order, not yet checked
-// against a release (Prometheus 3.16's proto decides). The agent knows no start times today and leaves
-// it 0, which is never sent.
+// 2.0-rc.4 moved the created timestamp from TimeSeries (field 6, now reserved) to Sample.start_timestamp.
+// The agent knows no start times today and leaves it 0, which is not sent.
 //
 // Thread-safety: pure functions on caller-owned values; safe to call concurrently.
 #pragma once
