@@ -135,10 +135,9 @@ class PushToPrometheus3(unittest.TestCase, EveryFamilyMatches):
     SPEAKS_2_0 = True
 
     def setUp(self):
-        self.prometheus = harness.Prometheus(
-            [], binary=PROMETHEUS3, config=NO_SCRAPE,
-            extra_args=RECEIVER_ARGS + ["--web.remote-write-receiver.accepted-protobuf-messages="
-                                        "prometheus.WriteRequest,io.prometheus.write.v2.Request"])
+        # Prometheus 3 accepts both protobuf messages by default
+        # (--web.remote-write-receiver.accepted-protobuf-messages).
+        self.prometheus = harness.Prometheus([], binary=PROMETHEUS3, config=NO_SCRAPE, extra_args=RECEIVER_ARGS)
         self.state_dir = self.prometheus.workdir + "/agent-state"
 
     def tearDown(self):
