@@ -130,7 +130,7 @@ PROMETHEUS3 = os.environ.get("GPUSCOPE_PROMETHEUS3", "")  # a Prometheus 3 binar
 @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
                      "GPUSCOPE_PROMETHEUS3 names no Prometheus 3 binary (built by the peers scripts)")
 class PushToPrometheus3(unittest.TestCase, EveryFamilyMatches):
-    """2.0 (and auto, which must stay on 2.0) against a receiver that speaks it."""
+    """1.0, 2.0 and auto (which must stay on 2.0) against a receiver that speaks both."""
 
     SPEAKS_2_0 = True
 
@@ -142,6 +142,9 @@ class PushToPrometheus3(unittest.TestCase, EveryFamilyMatches):
 
     def tearDown(self):
         self.prometheus.stop()
+
+    def test_1_0_every_family_matches(self):
+        self.check_every_family(self.prometheus, protocol="1.0")
 
     def test_2_0_every_family_matches(self):
         self.check_every_family(self.prometheus, protocol="2.0")
