@@ -10,6 +10,7 @@ mkdir -p "$root/bench/results"
 "$root/build/bench/bench_exposition" --benchmark_min_time=0.5 | tee "$root/bench/results/exposition.txt"
 "$root/build/bench/bench_gpu_collect" --benchmark_min_time=2 | tee "$root/bench/results/gpu_collect.txt"
 "$root/build/bench/bench_snapshot" --benchmark_min_time=0.5 | tee "$root/bench/results/snapshot.txt"
+"$root/build/bench/bench_remote_write" --benchmark_min_time=1 | tee "$root/bench/results/remote_write.txt"
 "$root/bench/agent_footprint.sh" "$root/build"
 "$root/bench/endpoint_vs_node_exporter.sh" "${SECONDS_PER_RUN:-10}" 4
 "$root/bench/events_path.sh"

@@ -21,10 +21,11 @@ packages=(
   libssl-dev               # TLS for the /metrics endpoint (exporter-toolkit web config)
   zlib1g-dev               # gzip responses
   libcrypt-dev             # bcrypt verification of basic-auth users (libxcrypt)
-  libsnappy-dev            # snappy block compression of Loki push requests
+  libsnappy-dev            # snappy block compression of Loki push and remote_write requests
   libsystemd-dev           # sd-journal: the systemd journal event source (src/events/sources/journal_reader)
   systemd-journal-remote   # writes real .journal files from export-format text in the journal source's tests
-  prometheus               # Prometheus + promtool: integration tests and `promtool check metrics`
+  prometheus               # Prometheus + promtool: integration tests (scrape, remote_write receiver) and `promtool check metrics`
+  victoria-metrics         # VictoriaMetrics single-node: a second real remote_write 1.0 receiver in the integration tests
   prometheus-alertmanager  # Alertmanager + amtool: the mixin's routes and inhibitions, the demo stack
   jsonnet                  # generates the monitoring mixin (deploy/mixin): rules, alerts, routes, dashboards
   prometheus-node-exporter # peer in the side-by-side benchmark

@@ -122,13 +122,14 @@ void AddCollectors(const AgentConfig& config, NodeState& node, const Attribution
 
 // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
 // `events` stays null when no event source is configured.
-Status CreateEventPath(const AgentConfig& config, NodeState& node, std::unique_ptr<EventPath>* events) {
+Status CreateEventPath(const AgentConfig& config, NodeState& node, const SnapshotStore& store,
+                       std::unique_ptr<EventPath>* events) {
   std::string host = config.hostname;
   if (host.empty()) {
     char buffer[256] = {};
     if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
   }
-  return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), events);
+  return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), &store, events);
 }
 
 // --once: two cycles one interval apart (at most 1 s), so that values computed between two samples
@@ -229,7 +230,7 @@ int RunAgent(const AgentConfig& config) {
   if (config.once) return RunCyclesOnce(config, scheduler, store, attribution);
 
   std::unique_ptr<EventPath> events;
-  Status status = CreateEventPath(config, node, &events);
+  Status status = CreateEventPath(config, node, store, &events);
   if (!status.ok()) {
     Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
     return 1;

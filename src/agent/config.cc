@@ -207,7 +207,16 @@ Status ValidateOption(const OptionSpec& option, const AgentConfig& config) {
             return Status::InvalidArgument(OptionName(option) + " must be positive");
           },
           [](bool AgentConfig::*) { return Status::Ok(); },
-          [](std::vector<std::string> AgentConfig::*) { return Status::Ok(); },
+          [&](std::vector<std::string> AgentConfig::*field) {
+            for (const std::string& value : config.*field) {
+              const std::string_view problem = option.check != nullptr ? option.check(value) : "";
+              if (!problem.empty()) {
+                return Status::InvalidArgument(OptionName(option) + " " + std::string(problem) + ", got '" +
+                                               value + "'");
+              }
+            }
+            return Status::Ok();
+          },
       },
       option.field);
 }

@@ -80,6 +80,19 @@ struct AgentConfig {
   std::string queue_dir;                 // empty: <events state dir>/queue
   int queue_max_mib = 256;
 
+  // remote_write (metrics): every interval the current snapshot is queued under <queue>/remote_write and
+  // sent to each URL by a consumer of its own
+  std::vector<std::string> remote_write_urls;              // repeatable; empty: off
+  std::chrono::milliseconds remote_write_interval{15000};  // how often a batch is queued
+  std::string remote_write_protocol = "1.0";               // 1.0, 2.0 or auto
+  std::vector<std::string> remote_write_external_labels;   // name=value, repeatable
+  std::string remote_write_tenant;                         // X-Scope-OrgID
+  std::string remote_write_basic_auth_username;            // with the password file
+  std::string remote_write_basic_auth_password_file;
+  std::string remote_write_bearer_token_file;  // Authorization: Bearer <file's content>
+  std::string remote_write_tls_cert_file;      // https client certificate (PEM)
+  std::string remote_write_tls_key_file;       // and its key
+
   // Keyed by collector name; filled with every registered collector's defaults before parsing.
   std::map<std::string, CollectorConfig, std::less<>> collectors;
 

@@ -3,12 +3,15 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "src/core/log.h"
 #include "src/events/sources/file_source.h"
 #include "src/events/sources/journal_source.h"
 #include "src/events/sources/kmsg_source.h"
+#include "src/platform/file.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "src/sinks/push/push_sender.h"
+#include "src/sinks/remote_write/remote_write_sink.h"
 
 namespace gpuscope {
 namespace {
@@ -104,6 +107,54 @@ PushSinkEntry OtlpSinkEntry() {
           &PushSender::Describe};
 }
 
+// The remote_write queue: the remote_write subdirectory of the events' queue directory (which ignores it).
+std::string RemoteWriteQueueDirectory(const AgentConfig& config) {
+  const std::filesystem::path base = !config.queue_dir.empty()
+                                         ? std::filesystem::path(config.queue_dir)
+                                         : std::filesystem::path(config.events_state_dir) / "queue";
+  return (base / "remote_write").string();
+}
+
+PushSinkEntry RemoteWriteSinkEntry() {
+  PushSinkEntry entry{
+      "remote_write", "the metrics by Prometheus remote_write 1.0 or 2.0, every --sink.remote-write.interval",
+      [](const AgentConfig& config) { return !config.remote_write_urls.empty(); },
+      [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
+        RemoteWriteOptions o;
+        o.urls = config.remote_write_urls;
+        ParseRemoteWriteProtocol(config.remote_write_protocol, &o.protocol);  // validated by the options
+        o.interval = config.remote_write_interval;
+        for (const std::string& pair : config.remote_write_external_labels) {
+          const size_t eq = pair.find('=');  // validated: name=value
+          o.external_labels.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+        }
+        if (!config.remote_write_tenant.empty())
+          o.headers.emplace_back("X-Scope-OrgID", config.remote_write_tenant);
+        o.username = config.remote_write_basic_auth_username;
+        if (!config.remote_write_basic_auth_password_file.empty()) {
+          std::string password;
+          if (ReadFileInto(config.remote_write_basic_auth_password_file, &password, 64 << 10) != 0) {
+            Log(LogLevel::kWarn, "remote_write cannot read the basic auth password file",
+                {{"file", config.remote_write_basic_auth_password_file}});
+          }
+          while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
+            password.pop_back();
+          o.password = std::move(password);
+        }
+        o.bearer_token_file = config.remote_write_bearer_token_file;
+        o.ca_file = config.sink_tls_ca_file;
+        o.cert_file = config.remote_write_tls_cert_file;
+        o.key_file = config.remote_write_tls_key_file;
+        o.queue_directory = RemoteWriteQueueDirectory(config);
+        o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
+        o.snapshots = context.snapshots;
+        return std::make_unique<RemoteWriteSink>(std::move(o));
+      },
+      &RemoteWriteSink::Describe};
+  entry.reads_events = false;
+  return entry;
+}
+
 // Duplicate built-in names are a programming error.
 template <typename Registry, typename Entry>
 void MustRegister(Registry& registry, Entry entry) {
@@ -128,6 +179,7 @@ const PushSinkRegistry& BuiltinPushSinks() {
     PushSinkRegistry r;
     MustRegister(r, LokiSinkEntry());
     MustRegister(r, OtlpSinkEntry());
+    MustRegister(r, RemoteWriteSinkEntry());
     return r;
   }();
   return registry;

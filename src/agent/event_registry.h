@@ -22,6 +22,7 @@
 namespace gpuscope {
 
 class DurableQueue;
+class SnapshotStore;
 
 struct EventSourceEntry {
   static constexpr std::string_view kKind = "event source";
@@ -37,7 +38,8 @@ struct EventSourceEntry {
 
 // What the agent shares with the push sinks it creates.
 struct PushSinkContext {
-  DurableQueue* queue = nullptr;  // the events' durable queue, opened with a consumer per enabled sink
+  DurableQueue* queue = nullptr;  // the events' durable queue, opened with a consumer per enabled event sink
+  const SnapshotStore* snapshots = nullptr;  // the metrics, for sinks that push them (remote_write)
 };
 
 struct PushSinkEntry {
@@ -47,6 +49,8 @@ struct PushSinkEntry {
   std::function<bool(const AgentConfig&)> enabled;
   std::function<std::unique_ptr<PushSink>(const AgentConfig&, const PushSinkContext&)> create;
   std::function<std::vector<MetricDescription>()> describe;  // families of the sink (may repeat a peer's)
+  // Whether the sink reads the events' queue (a consumer of it); a metrics sink keeps a queue of its own.
+  bool reads_events = true;
 };
 
 using EventSourceRegistry = NamedRegistry<EventSourceEntry>;

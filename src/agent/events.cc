@@ -1,5 +1,6 @@
 #include "src/agent/events.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -43,7 +44,8 @@ class EventsCollector : public Collector {
 EventPath::~EventPath() { Stop(); }
 
 Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
-                         const GpuDirectory* gpus, std::unique_ptr<EventPath>* path) {
+                         const GpuDirectory* gpus, const SnapshotStore* snapshots,
+                         std::unique_ptr<EventPath>* path) {
   path->reset();
   std::vector<const EventSourceEntry*> sources;
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
@@ -56,7 +58,9 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
   if (sources.empty() && sinks.empty()) return Status::Ok();
   std::unique_ptr<EventPath> out(new EventPath());
 
-  if (!sinks.empty()) {
+  const bool event_sinks =
+      std::any_of(sinks.begin(), sinks.end(), [](const PushSinkEntry* entry) { return entry->reads_events; });
+  if (event_sinks) {
     DurableQueueOptions q;
     q.directory = !config.queue_dir.empty()
                       ? config.queue_dir
@@ -65,12 +69,14 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
     // The pipeline syncs once per poll (flush below) instead of once per record.
     q.sync = QueueSyncPolicy::kNone;
-    for (const PushSinkEntry* entry : sinks) q.consumers.push_back(entry->name);
+    for (const PushSinkEntry* entry : sinks) {
+      if (entry->reads_events) q.consumers.push_back(entry->name);
+    }
     Status status = DurableQueue::Open(q, &out->queue_);
     if (!status.ok()) return Status::Unavailable("event queue " + q.directory + ": " + status.message());
-    const PushSinkContext context{out->queue_.get()};
-    for (const PushSinkEntry* entry : sinks) out->sinks_.push_back(entry->create(config, context));
   }
+  const PushSinkContext context{out->queue_.get(), snapshots};
+  for (const PushSinkEntry* entry : sinks) out->sinks_.push_back(entry->create(config, context));
 
   if (!sources.empty()) {
     if (!config.events_state_dir.empty()) {  // the sources' checkpoints
@@ -95,7 +101,7 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
       };
     }
     out->pipeline_ = std::make_unique<EventPipeline>(std::move(p), ledger, jobs, gpus);
-  } else {
+  } else if (event_sinks) {
     Log(LogLevel::kWarn, "push sinks configured without event sources: only what is already queued is sent");
   }
   *path = std::move(out);

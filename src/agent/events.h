@@ -21,14 +21,17 @@ class EventPipeline;
 class GpuDirectory;
 class JobTable;
 class PushSink;
+class SnapshotStore;
 class XidLedger;
 
 class EventPath {
  public:
   // Nothing configured (no source and no sink) leaves *path empty and returns Ok. The queue directory
-  // must be writable when a sink is configured.
+  // must be writable when a sink is configured. `snapshots` (the metrics) feeds the sinks that push
+  // metrics (remote_write) and outlives the path.
   static Status Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
-                       const GpuDirectory* gpus, std::unique_ptr<EventPath>* path);
+                       const GpuDirectory* gpus, const SnapshotStore* snapshots,
+                       std::unique_ptr<EventPath>* path);
   ~EventPath();
 
   // Starts the sinks, then the pipeline. A sink that cannot start is an error.

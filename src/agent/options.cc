@@ -10,6 +10,7 @@ constexpr std::string_view kDcgmCompat[] = {"3", "4.9"};
 constexpr std::string_view kMappingFormats[] = {"auto", "dcgm", "jobstats", "amd"};
 constexpr std::string_view kSeverities[] = {"debug", "info", "warning", "error", "critical"};
 constexpr std::string_view kLokiFormats[] = {"protobuf", "json"};
+constexpr std::string_view kRemoteWriteProtocols[] = {"1.0", "2.0", "auto"};
 constexpr std::string_view kLogLevels[] = {"debug", "info", "warn", "error"};
 constexpr std::string_view kLogFormats[] = {"logfmt", "json"};
 
@@ -24,6 +25,19 @@ constexpr std::string_view AbsolutePath(std::string_view value) {
 constexpr std::string_view HttpUrl(std::string_view value) {
   if (value.empty() || value.starts_with("http://") || value.starts_with("https://")) return "";
   return "must start with http:// or https://";
+}
+
+constexpr std::string_view LabelPair(std::string_view value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string_view::npos || eq == 0) return "must be name=value";
+  const std::string_view name = value.substr(0, eq);
+  if (name.starts_with("__")) return "must not name a reserved label (__...)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return "must have a label name [a-zA-Z_][a-zA-Z0-9_]*";
+  }
+  return "";
 }
 
 // THE TABLE. Adding an option is one entry here (plus its field in AgentConfig, src/agent/config.h):
@@ -222,13 +236,66 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "sinks.queue.directory",
      .flag = "sink.queue.directory",
      .field = &AgentConfig::queue_dir,
-     .help = "The push sinks' durable queue.",
+     .help = "The push sinks' durable queue (remote_write's in its remote_write subdirectory).",
      .default_text = "<events.state_dir>/queue"},
     {.yaml = "sinks.queue.max_mib",
      .flag = "sink.queue.max-mib",
      .field = &AgentConfig::queue_max_mib,
-     .help = "Bound on the queue's disk use in MiB; the oldest records go first.",
+     .help = "Bound on the queue's disk use in MiB (the events' and remote_write's each); the oldest records "
+             "go first.",
      .min = 1},
+    {.yaml = "sinks.remote_write.urls",
+     .flag = "sink.remote-write.url",
+     .field = &AgentConfig::remote_write_urls,
+     .help = "Push the metrics by Prometheus remote_write to this URL (e.g. "
+             "http://prometheus:9090/api/v1/write); repeatable, each URL reads the queue at its own pace.",
+     .default_text = "off",
+     .check = HttpUrl},
+    {.yaml = "sinks.remote_write.interval",
+     .flag = "sink.remote-write.interval",
+     .field = &AgentConfig::remote_write_interval,
+     .help = "How often the current metrics are queued for remote_write."},
+    {.yaml = "sinks.remote_write.protocol",
+     .flag = "sink.remote-write.protocol",
+     .field = &AgentConfig::remote_write_protocol,
+     .help = "remote_write 1.0, 2.0, or auto (2.0 first, 1.0 for a URL that does not confirm it).",
+     .choices = kRemoteWriteProtocols},
+    {.yaml = "sinks.remote_write.external_labels",
+     .flag = "sink.remote-write.external-label",
+     .field = &AgentConfig::remote_write_external_labels,
+     .help = "name=value added to every pushed series that lacks that label; repeatable.",
+     .default_text = "none",
+     .check = LabelPair},
+    {.yaml = "sinks.remote_write.tenant",
+     .flag = "sink.remote-write.tenant",
+     .field = &AgentConfig::remote_write_tenant,
+     .help = "X-Scope-OrgID for a multi-tenant receiver (Mimir, Cortex).",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.basic_auth.username",
+     .flag = "sink.remote-write.basic-auth.username",
+     .field = &AgentConfig::remote_write_basic_auth_username,
+     .help = "HTTP basic auth user for remote_write (with the password file).",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.basic_auth.password_file",
+     .flag = "sink.remote-write.basic-auth.password-file",
+     .field = &AgentConfig::remote_write_basic_auth_password_file,
+     .help = "File holding the basic auth password (trailing newline ignored).",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.bearer_token_file",
+     .flag = "sink.remote-write.bearer-token-file",
+     .field = &AgentConfig::remote_write_bearer_token_file,
+     .help = "File holding a bearer token sent as Authorization: Bearer, read again for every request.",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.tls.cert_file",
+     .flag = "sink.remote-write.tls.cert-file",
+     .field = &AgentConfig::remote_write_tls_cert_file,
+     .help = "PEM client certificate for https remote_write (CAs: sink.tls.ca-file).",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.tls.key_file",
+     .flag = "sink.remote-write.tls.key-file",
+     .field = &AgentConfig::remote_write_tls_key_file,
+     .help = "PEM key of that client certificate.",
+     .default_text = "none"},
 
     {.yaml = "log.level",
      .flag = "log.level",
@@ -306,7 +373,9 @@ constexpr bool ValidationFitsTheType() {
   for (const OptionSpec& option : kOptions) {
     bool is_string = std::holds_alternative<std::string AgentConfig::*>(option.field);
     bool is_int = std::holds_alternative<int AgentConfig::*>(option.field);
-    if ((!option.choices.empty() || option.check != nullptr) && !is_string) return false;
+    bool is_list = std::holds_alternative<std::vector<std::string> AgentConfig::*>(option.field);
+    if (!option.choices.empty() && !is_string) return false;
+    if (option.check != nullptr && !is_string && !is_list) return false;
     if (option.min != 0 && !is_int) return false;
   }
   return true;
@@ -316,7 +385,8 @@ static_assert(EveryOptionIsReachable(), "an option needs a YAML key or a flag, a
 static_assert(NoTwoOptionsShareAKeyAFlagOrAField(), "two options share a YAML key, a flag or a field");
 static_assert(NoKeyIsAlsoASection(), "a YAML key is also the section of another key (use KEY.enabled)");
 static_assert(NoFlagCollidesWithDerivedFlags(), "flags starting with no- or collector. are reserved");
-static_assert(ValidationFitsTheType(), "choices and check are for strings, min for integers");
+static_assert(ValidationFitsTheType(),
+              "choices are for strings, check for strings and lists, min for integers");
 
 }  // namespace
 

@@ -45,8 +45,8 @@ struct OptionSpec {
   // Validation, checked by ValidateConfig after the file and the flags have been applied:
   std::span<const std::string_view> choices = {};  // a string option's allowed values; empty: any
   int min = 0;                                     // an integer option's lowest allowed value (0 unless set)
-  // Further checks of a string option: returns what is wrong ("must start with /"), "" when the value
-  // is fine. Durations are always checked to be positive.
+  // Further checks of a string option (of each element of a list): returns what is wrong ("must start with
+  // /"), "" when the value is fine. Durations are always checked to be positive.
   std::string_view (*check)(std::string_view value) = nullptr;
 };
 

@@ -94,7 +94,7 @@ class Prometheus:
     instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused)."""
 
     def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
-                 port=None, config=None):
+                 port=None, config=None, extra_args=()):
         self.binary = (binary or os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus")
                        or "/usr/bin/prometheus")
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
@@ -114,7 +114,7 @@ class Prometheus:
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
         self.process = subprocess.Popen(
             [self.binary, f"--config.file={config_path}", f"--storage.tsdb.path={self.workdir}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
+             f"--web.listen-address=127.0.0.1:{self.port}", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}"
         wait_for(self._ready, 60, "Prometheus to be ready")
@@ -134,6 +134,43 @@ class Prometheus:
         if body.get("status") != "success":
             raise AssertionError(f"query {promql!r} failed: {body}")
         return body["data"]["result"]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class VictoriaMetrics:
+    """A real single-node VictoriaMetrics (Debian package) on loopback, taking remote_write 1.0 at
+    /api/v1/write; its Prometheus-compatible query API answers at once (no latency offset)."""
+
+    def __init__(self, binary=None, port=None):
+        self.binary = binary or shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-vm-")
+        self.port = port or free_port()
+        self.log = open(os.path.join(self.workdir, "vm.log"), "w")
+        self.process = subprocess.Popen(
+            [self.binary, f"-storageDataPath={self.workdir}/data", f"-httpListenAddr=127.0.0.1:{self.port}",
+             "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait_for(self._ready, 30, "VictoriaMetrics to be ready")
+
+    def _ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"victoria-metrics exited with {self.process.returncode}")
+        try:
+            return http_get(self.url + "/health")[0] == 200
+        except OSError:
+            return False
+
+    query = Prometheus.query
 
     def stop(self):
         if self.process.poll() is None:

@@ -1,12 +1,14 @@
-// Minimal protocol-buffers wire-format writer shared by the push sinks (Loki, OTLP). It appends fields
-// by number to a std::string, so the sinks can emit the exact messages their receivers expect without a
-// protobuf library or generated code. UTF-8 repair is src/core/utf8 (ToValidUtf8), because proto3 `string`
-// fields and JSON must carry valid UTF-8 (strict receivers such as the OpenTelemetry Collector reject
-// anything else).
+// Minimal protocol-buffers wire-format writer shared by the push sinks (Loki, OTLP, remote_write), and a
+// reader for the one message the agent reads back (its own queued remote_write 1.0 requests). The writer
+// appends fields by number to a std::string, so the sinks can emit the exact messages their receivers expect
+// without a protobuf library or generated code. UTF-8 repair is src/core/utf8 (ToValidUtf8), because proto3
+// `string` fields and JSON must carry valid UTF-8 (strict receivers such as the OpenTelemetry Collector
+// reject anything else).
 //
 // Thread-safety: free functions on caller-owned buffers; safe to call concurrently on distinct buffers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,5 +33,22 @@ void AppendFixed64Field(std::string& out, uint32_t field, uint64_t value);
 // Appends a length-delimited field (string, bytes or an already encoded sub-message). The caller is
 // responsible for `bytes` being valid UTF-8 where the schema says `string`. Never fails.
 void AppendBytesField(std::string& out, uint32_t field, std::string_view bytes);
+
+// One field read by NextField: its number, wire type and value (varint/fixed in `scalar`, a
+// length-delimited field's bytes in `bytes`, a view into the input).
+struct Field {
+  uint32_t number = 0;
+  WireType type = WireType::kVarint;
+  uint64_t scalar = 0;
+  std::string_view bytes;
+};
+
+// Reads the field at in[*pos] and advances *pos past it. False on malformed input (truncated varint or
+// value, length past the end, field number 0, a wire type other than the four above); *pos is then
+// unspecified. Never reads out of bounds.
+bool NextField(std::string_view in, size_t* pos, Field* field);
+
+// Reads one varint at in[*pos] (a packed repeated field's element). False when truncated or too long.
+bool ReadVarint(std::string_view in, size_t* pos, uint64_t* value);
 
 }  // namespace gpuscope::protowire

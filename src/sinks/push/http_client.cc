@@ -1,5 +1,7 @@
 #include "src/sinks/push/http_client.h"
 
+#include <unistd.h>
+
 // Calls go through function pointers (CurlLibrary), which libcurl's type-checking macros would rewrite.
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
@@ -202,6 +204,14 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
       return Status::InvalidArgument(problem);
     }
   }
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return Status::InvalidArgument("a client certificate needs both a certificate file and a key file");
+  }
+  for (const std::string* file : {&options.cert_file, &options.key_file}) {
+    if (!file->empty() && access(file->c_str(), R_OK) != 0) {
+      return Status::InvalidArgument("cannot read " + *file);
+    }
+  }
   std::unique_ptr<HttpClient> result(new HttpClient(std::move(options)));
   result->easy_ = Lib().curl_easy_init();
   result->multi_ = Lib().curl_multi_init();
@@ -233,6 +243,15 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
                  CURLE_OK;
   if (!result->options_.ca_file.empty()) {
     ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_CAINFO, result->options_.ca_file.c_str()) == CURLE_OK;
+  }
+  if (!result->options_.username.empty()) {
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC)) == CURLE_OK;
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_USERNAME, result->options_.username.c_str()) == CURLE_OK;
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_PASSWORD, result->options_.password.c_str()) == CURLE_OK;
+  }
+  if (!result->options_.cert_file.empty()) {
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSLCERT, result->options_.cert_file.c_str()) == CURLE_OK;
+    ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_SSLKEY, result->options_.key_file.c_str()) == CURLE_OK;
   }
   // No redirects: a push endpoint that moved is a configuration error, retried and counted like 5xx.
   ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;

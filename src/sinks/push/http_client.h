@@ -39,7 +39,11 @@ struct HttpClientOptions {
   // Bound on one Post(): resolving, connecting (through the proxy too), TLS handshake, sending and the
   // response.
   std::chrono::milliseconds timeout{10000};
-  std::string ca_file;  // https: PEM file of CAs to trust instead of the system trust store
+  std::string ca_file;    // https: PEM file of CAs to trust instead of the system trust store
+  std::string cert_file;  // https: PEM client certificate, with key_file (both or neither)
+  std::string key_file;
+  std::string username;  // HTTP basic auth when not empty (libcurl builds the Authorization header)
+  std::string password;
   size_t max_response_head_bytes = 16 << 10;  // status line and headers (of the final response)
   size_t max_response_headers = 100;
   size_t max_response_body_bytes = 64 << 10;  // more is cut off (body_truncated), the connection closed
@@ -59,9 +63,10 @@ struct HttpClientResponse {
 class HttpClient {
  public:
   // Loads libcurl (once per process), checks the URL (http or https, a host, a port in 1..65535, no
-  // user:password) and the CA file (a readable PEM file with a certificate), then sets up the handles.
-  // InvalidArgument for a bad URL or CA file; Internal if libcurl cannot be loaded (not installed, older
-  // than 7.80) or set up. Connects lazily, on the first Post().
+  // user:password), the CA file (a readable PEM file with a certificate) and the client certificate and
+  // key (both readable, or neither), then sets up the handles. InvalidArgument for a bad URL or file;
+  // Internal if libcurl cannot be loaded (not installed, older than 7.80) or set up. Connects lazily, on the
+  // first Post().
   static Status Create(std::string_view url, HttpClientOptions options, std::unique_ptr<HttpClient>* client);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

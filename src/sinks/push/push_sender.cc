@@ -56,6 +56,10 @@ Status PushSender::Start() {
   HttpClientOptions client_options;
   client_options.timeout = options_.timeout;
   client_options.ca_file = options_.ca_file;
+  client_options.cert_file = options_.cert_file;
+  client_options.key_file = options_.key_file;
+  client_options.username = options_.username;
+  client_options.password = options_.password;
   std::unique_ptr<HttpClient> client;
   Status status = HttpClient::Create(options_.url, client_options, &client);
   if (!status.ok()) {
@@ -128,13 +132,21 @@ PushSender::Outcome PushSender::Attempt(const QueueBatch& batch, std::chrono::mi
   *retry_after = std::chrono::milliseconds(0);
   const EncodedBody encoded = options_.encode(batch.records);
   std::vector<std::pair<std::string, std::string>> headers;
-  headers.reserve(options_.headers.size() + 2);
+  headers.reserve(options_.headers.size() + encoded.headers.size() + 2);
   if (!encoded.content_type.empty()) headers.emplace_back("Content-Type", encoded.content_type);
   if (!encoded.content_encoding.empty()) headers.emplace_back("Content-Encoding", encoded.content_encoding);
   headers.insert(headers.end(), options_.headers.begin(), options_.headers.end());
+  headers.insert(headers.end(), encoded.headers.begin(), encoded.headers.end());
 
   HttpClientResponse response;
   const Status status = client_->Post(encoded.body, headers, &response);
+  const bool negotiable =
+      status.ok() && ((response.status >= 200 && response.status < 300) || response.status == 415);
+  if (negotiable && options_.accept && !options_.accept(response)) {
+    MutexLock lock(&mu_);
+    ++requests_by_code_[std::to_string(response.status)];
+    return Outcome::kResend;
+  }
   {
     MutexLock lock(&mu_);
     // Interrupted by Stop(): not the receiver's failure, and the batch stays queued.
@@ -210,6 +222,12 @@ void PushSender::Run() {
     std::chrono::milliseconds retry_after;
     const Outcome outcome = Attempt(batch, &retry_after);
     if (outcome == Outcome::kStopped) return;
+    if (outcome == Outcome::kResend) continue;
+    if (options_.on_result) {
+      options_.on_result(batch.records, outcome == Outcome::kDelivered  ? BatchFate::kDelivered
+                                        : outcome == Outcome::kRejected ? BatchFate::kRejected
+                                                                        : BatchFate::kRetry);
+    }
     if (outcome == Outcome::kRetry) {
       // The batch stays queued; the next Peek returns it again (or what is oldest after drops).
       const auto wait = NextBackoff(retry_after);

@@ -40,8 +40,16 @@ namespace gpuscope {
 
 struct EncodedBody {
   std::string body;
-  std::string content_type;      // sent as Content-Type
-  std::string content_encoding;  // sent as Content-Encoding when not empty
+  std::string content_type;                                  // sent as Content-Type
+  std::string content_encoding;                              // sent as Content-Encoding when not empty
+  std::vector<std::pair<std::string, std::string>> headers;  // more headers for this request
+};
+
+// What became of a batch after one attempt, as PushSinkOptions::on_result hears it.
+enum class BatchFate {
+  kDelivered,  // 2xx: acknowledged
+  kRejected,   // a 4xx other than 429: acknowledged and counted as dropped
+  kRetry,      // kept queued: it will be sent again after a backoff
 };
 
 struct PushSinkOptions {
@@ -56,7 +64,17 @@ struct PushSinkOptions {
   std::chrono::milliseconds idle_poll{200};  // how often to look for new records when the queue is empty
   // Turns a batch of queue records (opaque bytes) into one request body. Pure; never fails.
   std::function<EncodedBody(const std::vector<std::string>& records)> encode;
-  std::string ca_file;  // https: PEM file of CAs to trust instead of the system trust store
+  std::string ca_file;    // https: PEM file of CAs to trust instead of the system trust store
+  std::string cert_file;  // https: client certificate and key (PEM), both or neither
+  std::string key_file;
+  std::string username;  // HTTP basic auth when not empty
+  std::string password;
+  // Optional, for protocols that negotiate: called with a 2xx or 415 response. False means the receiver
+  // did not take the batch the way it was encoded (e.g. it ignored a newer protocol) and the encoder has
+  // changed its mind: the batch is encoded and sent again at once, without a backoff.
+  std::function<bool(const HttpClientResponse& response)> accept;
+  // Optional: told each batch's fate after every attempt (on the sending thread).
+  std::function<void(const std::vector<std::string>& records, BatchFate fate)> on_result;
 };
 
 class PushSender final : public PushSink {
@@ -90,7 +108,7 @@ class PushSender final : public PushSink {
  private:
   void Run();
   // What to do with the batch after one attempt.
-  enum class Outcome { kDelivered, kRejected, kRetry, kStopped };
+  enum class Outcome { kDelivered, kRejected, kRetry, kResend, kStopped };
   Outcome Attempt(const QueueBatch& batch, std::chrono::milliseconds* retry_after);
   // Waits up to `duration`; false once Stop() was called. With `wakeable`, Wake() ends the wait early.
   bool Sleep(std::chrono::milliseconds duration, bool wakeable);

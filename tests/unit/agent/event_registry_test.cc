@@ -91,7 +91,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
   EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal"}));
-  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp"}));
+  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write"}));
 }
 
 TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
@@ -178,7 +178,7 @@ TEST_F(EventRegistryTest, TheEventPathRunsWhatTheConfigTurnsOn) {
   std::ofstream(dir_ / "logs" / "slurm-2.out")
       << "slurmstepd: error: *** JOB 2 ON node1 CANCELLED AT 2026-11-29T10:00:00 DUE TO TIME LIMIT ***\n";
   std::unique_ptr<EventPath> path;
-  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, &path).ok());
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
   ASSERT_NE(path, nullptr);
   std::unique_ptr<Collector> collector = path->MakeCollector();
   std::vector<MetricFamily> families;

@@ -40,7 +40,7 @@ EncodedBody EncodeAsLoki(const std::vector<std::string>& records) {
   int64_t ts = 1700000000000000000;
   for (const auto& record : records)
     entries.push_back({{{"host", "n1"}, {"source", "test"}}, ts++, record, {}});
-  return {EncodeLokiPushSnappy(entries), std::string(kLokiProtobufContentType), ""};
+  return {EncodeLokiPushSnappy(entries), std::string(kLokiProtobufContentType), "", {}};
 }
 
 // The "line" field of each received JSON line (the receiver writes it with these exact keys).
@@ -348,7 +348,7 @@ TEST_F(PushSenderTest, EncodedContentTypeEncodingAndExtraHeadersAreSent) {
   options.encode = [](const std::vector<std::string>& records) {
     std::string body;
     for (const auto& r : records) body += r + ";";
-    return EncodedBody{body, "application/x-test", "gzip"};
+    return EncodedBody{body, "application/x-test", "gzip", {}};
   };
   PushSender sender(queue_.get(), options);
   ASSERT_TRUE(sender.Start().ok());
@@ -372,7 +372,7 @@ TEST_F(PushSenderTest, LokiJsonBodiesDecodeAtTheReceiver) {
   options.encode = [](const std::vector<std::string>& records) {
     std::vector<LokiEntry> entries;
     for (const auto& r : records) entries.push_back({{{"host", "n1"}}, 1, r, {{"job_id", "42"}}});
-    return EncodedBody{EncodeLokiPushJson(entries), std::string(kLokiJsonContentType), ""};
+    return EncodedBody{EncodeLokiPushJson(entries), std::string(kLokiJsonContentType), "", {}};
   };
   PushSender sender(queue_.get(), options);
   ASSERT_TRUE(sender.Start().ok());

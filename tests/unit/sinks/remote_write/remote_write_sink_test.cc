@@ -1,0 +1,260 @@
+// RemoteWriteSink against the test HTTP server as a fault receiver: answers a real receiver does not
+// give on demand (429 with Retry-After, garbage, 400, a 2xx that ignores 2.0), and the bodies it is sent
+// decoded back. Real receivers (Prometheus, VictoriaMetrics) are in tests/integration/remote_write_test.py.
+#include "src/sinks/remote_write/remote_write_sink.h"
+
+#include <gtest/gtest.h>
+#include <snappy.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "tests/tools/push_receiver/test_http_server.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::MakeHttpResponse;
+using testing::TestHttpReply;
+using testing::TestHttpRequest;
+using testing::TestHttpServer;
+
+bool Eventually(const std::function<bool()>& condition) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+struct Received {
+  TestHttpRequest request;
+  RemoteWriteBatch batch;  // decoded when 1.0
+  std::chrono::steady_clock::time_point at;
+};
+
+Snapshot GpuSnapshot(int gpus) {
+  MetricFamily family{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", MetricType::kGauge, "", {}};
+  for (int g = 0; g < gpus; ++g) family.samples.push_back({Labels{{"gpu", std::to_string(g)}}, 40.0 + g});
+  return Snapshot::Of({family});
+}
+
+double MetricValue(const std::vector<MetricFamily>& families, std::string_view name) {
+  double sum = 0;
+  for (const MetricFamily& f : families) {
+    if (f.name != name) continue;
+    for (const Sample& s : f.samples) sum += s.value;
+  }
+  return sum;
+}
+
+class RemoteWriteSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuscope-rw-sink-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    server_ = std::make_unique<TestHttpServer>(testing::TestHttpServerOptions{},
+                                               [this](const TestHttpRequest& r) { return Handle(r); });
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  void TearDown() override {
+    if (sink_) sink_->Stop();
+    server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  TestHttpReply Handle(const TestHttpRequest& request) {
+    Received received{request, {}, std::chrono::steady_clock::now()};
+    std::string raw;
+    if (snappy::Uncompress(request.body.data(), request.body.size(), &raw) &&
+        request.Header("content-type") == kRemoteWriteV1ContentType) {
+      DecodeWriteRequestV1(raw, &received.batch);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    received_.push_back(received);
+    return reply_(received_.size());
+  }
+
+  void StartSink(RemoteWriteProtocol protocol = RemoteWriteProtocol::kV1) {
+    RemoteWriteOptions o;
+    o.urls = {"http://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/write"};
+    o.protocol = protocol;
+    o.interval = std::chrono::hours(1);  // batches are queued by the test
+    o.queue_directory = (dir_ / "queue").string();
+    o.snapshots = &store_;
+    o.min_backoff = std::chrono::milliseconds(1);
+    o.max_backoff = std::chrono::seconds(10);  // also the cap on Retry-After
+    o.headers = {{"X-Scope-OrgID", "tenant-a"}};
+    o.bearer_token_file = (dir_ / "token").string();
+    o.external_labels = {{"cluster", "c1"}};
+    std::ofstream(dir_ / "token") << "secret-1\n";
+    sink_ = std::make_unique<RemoteWriteSink>(std::move(o));
+    ASSERT_TRUE(sink_->Start().ok());
+  }
+
+  std::vector<Received> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+
+  std::filesystem::path dir_;
+  SnapshotStore store_;
+  std::unique_ptr<TestHttpServer> server_;
+  std::unique_ptr<RemoteWriteSink> sink_;
+  std::mutex mu_;
+  std::vector<Received> received_;
+  // The answer to the n-th request (1-based).
+  std::function<TestHttpReply(size_t)> reply_ = [](size_t) {
+    return TestHttpReply{MakeHttpResponse(204, "text/plain", ""), false, false};
+  };
+};
+
+TEST_F(RemoteWriteSinkTest, FaultReceiver429WithRetryAfterIsWaitedForThenDelivered) {
+  reply_ = [](size_t n) {
+    if (n == 1)
+      return TestHttpReply{MakeHttpResponse(429, "text/plain", "slow down", {{"Retry-After", "1"}})};
+    return TestHttpReply{MakeHttpResponse(204, "text/plain", "")};
+  };
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() >= 2; }));
+  const auto got = received();
+  // Backoff alone would retry within 1 ms; Retry-After says a second.
+  EXPECT_GE(got[1].at - got[0].at, std::chrono::milliseconds(1000));
+  EXPECT_EQ(got[1].batch.series.size(), 2u);
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 2; }));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_retried_total"), 2);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_pending_batches"), 0);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_highest_sent_timestamp_seconds"), 1.0);
+}
+
+TEST_F(RemoteWriteSinkTest, FaultReceiverGarbageAnswerIsRetriedAndNothingIsLost) {
+  reply_ = [](size_t n) {
+    if (n <= 2) return TestHttpReply{"this is not HTTP\r\n\r\n", true, false};
+    return TestHttpReply{MakeHttpResponse(204, "text/plain", "")};
+  };
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 1000).ok());
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 2000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 6; }));
+  const auto got = received();
+  // Both batches in the delivered requests, oldest first, every series in time order.
+  std::vector<int64_t> timestamps;
+  for (size_t i = 2; i < got.size(); ++i) {
+    for (const auto& s : got[i].batch.series) {
+      if (s.labels[2].second == "0") timestamps.push_back(s.timestamp_ms);  // __name__, cluster, gpu
+    }
+  }
+  EXPECT_EQ(timestamps, (std::vector<int64_t>{1000, 2000}));
+}
+
+TEST_F(RemoteWriteSinkTest, FaultReceiver400DropsTheBatchWithACounterAndMovesOn) {
+  reply_ = [](size_t n) {
+    if (n == 1) return TestHttpReply{MakeHttpResponse(400, "text/plain", "out of bounds")};
+    return TestHttpReply{MakeHttpResponse(204, "text/plain", "")};
+  };
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_dropped_total") == 2; }));
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 2; }));
+  EXPECT_EQ(received().back().batch.series.at(0).timestamp_ms, 2000);
+}
+
+TEST_F(RemoteWriteSinkTest, ASeriesThatDisappearsGetsOneStaleMarker) {
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 1; }));
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());  // GPU 2 is gone
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 3000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 3; }));
+  const auto got = received();
+  std::vector<std::string> stale;
+  for (const auto& s : got[1].batch.series) {
+    if (IsStaleMarker(s.value)) stale.push_back(s.labels[2].second);
+  }
+  EXPECT_EQ(stale, std::vector<std::string>{"2"});
+  EXPECT_EQ(got[1].batch.series.size(), 3u);
+  EXPECT_EQ(got[2].batch.series.size(), 2u);  // marked once, then forgotten
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_stale_markers_total"), 1);
+}
+
+TEST_F(RemoteWriteSinkTest, SeriesCarrySortedLabelsExternalLabelsAndMetadata) {
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 1; }));
+  const Received got = received().at(0);
+  ASSERT_EQ(got.batch.series.size(), 1u);
+  EXPECT_EQ(got.batch.series[0].labels,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(got.batch.series[0].value, 40.0);
+  ASSERT_EQ(got.batch.metadata.size(), 1u);
+  EXPECT_EQ(got.batch.metadata[0].help, "GPU temperature (in C).");
+  EXPECT_EQ(got.request.Header("content-encoding"), "snappy");
+  EXPECT_EQ(got.request.Header("x-prometheus-remote-write-version"), "0.1.0");
+  EXPECT_EQ(got.request.Header("x-scope-orgid"), "tenant-a");
+  EXPECT_EQ(got.request.Header("authorization"), "Bearer secret-1");
+}
+
+TEST_F(RemoteWriteSinkTest, TheBearerTokenFileIsReadForEveryRequest) {
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 1; }));
+  std::ofstream(dir_ / "token") << "secret-2\n";  // rotated
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  EXPECT_EQ(received().at(1).request.Header("authorization"), "Bearer secret-2");
+}
+
+TEST_F(RemoteWriteSinkTest, FaultReceiverAutoFallsBackTo1WhenA2xxDoesNotConfirm2) {
+  StartSink(RemoteWriteProtocol::kAuto);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  const auto got = received();
+  EXPECT_EQ(got[0].request.Header("content-type"), kRemoteWriteV2ContentType);
+  EXPECT_EQ(got[0].request.Header("x-prometheus-remote-write-version"), "2.0.0");
+  EXPECT_EQ(got[1].request.Header("content-type"), kRemoteWriteV1ContentType);  // the same batch again
+  EXPECT_EQ(got[1].batch.series.size(), 2u);
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 2; }));
+}
+
+TEST_F(RemoteWriteSinkTest, FaultReceiverAutoStaysOn2WhenTheReceiverConfirmsIt) {
+  reply_ = [](size_t) {
+    return TestHttpReply{
+        MakeHttpResponse(204, "text/plain", "", {{"X-Prometheus-Remote-Write-Samples-Written", "2"}})};
+  };
+  StartSink(RemoteWriteProtocol::kAuto);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 4; }));
+  for (const Received& r : received()) EXPECT_EQ(r.request.Header("content-type"), kRemoteWriteV2ContentType);
+}
+
+TEST_F(RemoteWriteSinkTest, FaultReceiverAutoFallsBackOn415) {
+  reply_ = [](size_t n) { return TestHttpReply{MakeHttpResponse(n == 1 ? 415 : 204, "text/plain", "")}; };
+  StartSink(RemoteWriteProtocol::kAuto);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 1000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 1; }));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_dropped_total"), 0);
+  EXPECT_EQ(received().back().request.Header("content-type"), kRemoteWriteV1ContentType);
+}
+
+}  // namespace
+}  // namespace gpuscope
