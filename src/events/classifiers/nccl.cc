@@ -174,7 +174,10 @@ std::optional<Event> ClassifyNcclLine(std::string_view line) {
   event.event_class = "nccl";
   event.severity = marker->level == NcclLevel::kWarn ? EventSeverity::kWarning : EventSeverity::kDebug;
   if (!header.host.empty()) {
-    event.fields.emplace_back("host", Sanitize(header.host, 128));
+    // The host of the rank that printed the line (a job log holds every node's ranks), not "host": that
+    // is the agent's node, a stream label, and Loki-compatible stores keep labels and fields in one
+    // namespace, where a field would hide the label.
+    event.fields.emplace_back("process_host", Sanitize(header.host, 128));
     event.fields.emplace_back("pid", std::string(header.pid.substr(0, 20)));
     event.fields.emplace_back("tid", std::string(header.tid.substr(0, 20)));
   }

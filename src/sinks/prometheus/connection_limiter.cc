@@ -1,5 +1,7 @@
 #include "src/sinks/prometheus/connection_limiter.h"
 
+#include <algorithm>
+
 namespace gpuscope {
 
 ConnectionLimiter::ConnectionLimiter(Options options) : options_(options) {
@@ -14,26 +16,48 @@ void ConnectionLimiter::Unqueue(Id id, const Entry& entry) {
   }
 }
 
-std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> ConnectionLimiter::EvictOne() {
-  for (State state : {State::kHello, State::kHeader, State::kIdle}) {
-    Queue& queue = QueueOf(state);
-    if (queue.empty()) continue;
-    Id id = queue.begin()->second;
-    queue.erase(queue.begin());
-    entries_.erase(id);
-    return std::make_pair(id, state);
+std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> ConnectionLimiter::Victim() const {
+  // A connection that sent part of its hello or header (or has waited kFreshGrace) goes before one just
+  // accepted that has not sent anything yet: under a flood of clients that stall mid-hello or mid-header
+  // the slots turn over in milliseconds, and a scraper's hello or request may not have arrived by the time
+  // its connection is the oldest.
+  // Within a state only: every kHello connection still goes before any kHeader one.
+  for (const auto& [queue, state] :
+       {std::pair{&hello_, State::kHello}, std::pair{&header_, State::kHeader}}) {
+    if (queue->empty()) continue;
+    size_t scanned = 0;
+    for (const auto& [since, id] : *queue) {
+      if (++scanned > kFreshScan) break;
+      if (entries_.at(id).received || now_ - since >= kFreshGrace) return std::make_pair(id, state);
+    }
+    return std::make_pair(queue->begin()->second, state);  // all new and silent: the oldest
   }
+  if (!idle_.empty()) return std::make_pair(idle_.begin()->second, State::kIdle);
   return std::nullopt;
+}
+
+std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> ConnectionLimiter::EvictOne() {
+  auto victim = Victim();
+  if (!victim) return std::nullopt;
+  auto it = entries_.find(victim->first);
+  Unqueue(victim->first, it->second);
+  entries_.erase(it);
+  return victim;
 }
 
 std::optional<ConnectionLimiter::Id> ConnectionLimiter::NextVictim() const {
-  for (const Queue* queue : {&hello_, &header_, &idle_}) {
-    if (!queue->empty()) return queue->begin()->second;
-  }
-  return std::nullopt;
+  auto victim = Victim();
+  if (!victim) return std::nullopt;
+  return victim->first;
+}
+
+void ConnectionLimiter::Received(Id id) {
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.received = true;
 }
 
 ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State state) {
+  now_ = std::max(now_, now);
   Admission admission;
   if (state != State::kHello) state = State::kHeader;
   if (entries_.size() >= options_.capacity) {
@@ -78,6 +102,7 @@ void ConnectionLimiter::Remove(Id id) {
 }
 
 ConnectionLimiter::Expired ConnectionLimiter::TakeExpired(Time now) {
+  now_ = std::max(now_, now);
   Expired expired;
   auto take = [&](Queue& queue, Duration timeout, std::vector<Id>& out) {
     while (!queue.empty() && queue.begin()->first + timeout <= now) {

@@ -7,9 +7,12 @@
 //   kIdle     keep-alive, between two requests;
 //   kServing  a complete request is being answered.
 // At most `capacity` connections are held. A new connection at the cap evicts one that has sent the
-// least: the oldest in kHello, else the oldest in kHeader, else the oldest in kIdle. Only when every held
-// connection is serving is the new one refused. So a client that sends its request at once is never
-// evicted, a scraper's TLS handshake is not cut short by clients that stall in their hello, and a
+// least: the oldest in kHello, else the oldest in kHeader, else the oldest in kIdle; within kHello and
+// kHeader, one that has sent something (Received) or was accepted kFreshGrace ago goes before a
+// just-accepted one of the same state that has sent nothing yet (a scraper whose hello or request is on
+// its way). Only when
+// every held connection is serving is the new one refused. So a client that sends its request at once is
+// never evicted, a scraper's TLS handshake is not cut short by clients that stall in their hello, and a
 // scraper's keep-alive connection outlives any number of clients that never complete a request. A
 // connection in kHello or kHeader must complete its header within `header_timeout` of being accepted,
 // one in kIdle is closed `idle_timeout` after its last response. kServing connections are never evicted
@@ -75,6 +78,8 @@ class ConnectionLimiter {
   Expired TakeExpired(Time now);
   // The earliest deadline of any held connection; nullopt when none is waiting or idle.
   std::optional<Time> NextDeadline() const;
+  // The connection sent bytes of its request header (the server calls it after a read that got some).
+  void Received(Id id);
   // The connection a new one would evict, removed (used when the process runs out of descriptors).
   std::optional<std::pair<Id, State>> EvictOne();
   // The connection a new one would evict now, left in place; nullopt when none is evictable.
@@ -87,8 +92,14 @@ class ConnectionLimiter {
  private:
   struct Entry {
     State state;
-    Time since;  // accepted (kHeader) or last response sent (kIdle)
+    Time since;             // accepted (kHeader) or last response sent (kIdle)
+    bool received = false;  // some of its request header arrived
   };
+  // How long a just-accepted connection that has sent nothing is spared, and how many of the oldest
+  // kHeader connections are looked at for one that can go instead.
+  static constexpr Duration kFreshGrace = std::chrono::milliseconds(500);
+  static constexpr size_t kFreshScan = 16;
+  std::optional<std::pair<Id, State>> Victim() const;
   // (since, id) of the evictable connections of one state; deadlines follow the same order.
   using Queue = std::set<std::pair<Time, Id>>;
 
@@ -103,6 +114,7 @@ class ConnectionLimiter {
   Queue header_;
   Queue idle_;
   size_t serving_ = 0;
+  Time now_{};  // the latest time given to Admit or TakeExpired
 };
 
 }  // namespace gpuscope

@@ -34,6 +34,13 @@ bool HttpConnection::PastHello() const {
   return state != TLS_ST_BEFORE && state != TLS_ST_SR_CLNT_HELLO;
 }
 
+bool HttpConnection::ReceivedAny() const {
+  if (!buf_.empty()) return true;
+  if (ssl_ == nullptr) return false;
+  BIO* in = SSL_get_rbio(ssl_);  // the socket: counts the handshake's raw bytes too
+  return in != nullptr && BIO_number_read(in) > 0;
+}
+
 HttpConnection::Progress HttpConnection::ReadHead() {
   if (ssl_ != nullptr && !SSL_is_init_finished(ssl_)) {
     ERR_clear_error();

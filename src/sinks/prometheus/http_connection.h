@@ -40,6 +40,8 @@ class HttpConnection {
   // With TLS, whether the client's hello has been received in full (the server has answered it); always
   // true for plain HTTP.
   bool PastHello() const;
+  // Whether the client has sent anything yet (a byte of its TLS hello or of its request).
+  bool ReceivedAny() const;
 
   // Advances the TLS handshake and reads what the socket has, without blocking, until the buffer holds a
   // complete (or an unacceptable) request head: kHeadReady. kNeedRead/kNeedWrite: wait for the socket.

@@ -249,6 +249,7 @@ void HttpServer::OnReadable(uint64_t id) {
   HttpConnection& conn = *it->second;
   uint32_t want = EPOLLIN;
   HttpConnection::Progress progress = conn.ReadHead();
+  if (conn.ReceivedAny()) limiter_.Received(id);
   if (conn.awaiting_hello && conn.PastHello()) {
     conn.awaiting_hello = false;
     limiter_.HelloDone(id);

@@ -66,7 +66,7 @@ TEST(EventsJobsNccl, InfoLineWithHeaderYieldsHostPidTidDeviceAtDebugSeverity) {
   ASSERT_TRUE(event);
   EXPECT_EQ(event->event_class, "nccl");
   EXPECT_EQ(event->severity, EventSeverity::kDebug);
-  EXPECT_EQ(event->Field("host"), "node1");
+  EXPECT_EQ(event->Field("process_host"), "node1");
   EXPECT_EQ(event->Field("pid"), "1234");
   EXPECT_EQ(event->Field("tid"), "5678");
   EXPECT_EQ(event->Field("cuda_dev"), "0");
@@ -79,7 +79,7 @@ TEST(EventsJobsNccl, WarnLineWithElapsedTimeAndLocationIsWarning) {
       ClassifyNcclLine("node1:1234:5678 [2] 12.345678 misc/socket.cc:538 NCCL WARN Net : oops");
   ASSERT_TRUE(event);
   EXPECT_EQ(event->severity, EventSeverity::kWarning);
-  EXPECT_EQ(event->Field("host"), "node1");
+  EXPECT_EQ(event->Field("process_host"), "node1");
   EXPECT_EQ(event->Field("cuda_dev"), "2");
   EXPECT_EQ(event->Field("subsystem"), "Net");
   EXPECT_EQ(event->Field("message"), "Net : oops");
@@ -89,7 +89,7 @@ TEST(EventsJobsNccl, Nccl226TimestampPrefixDoesNotHideHeader) {
   const auto event =
       ClassifyNcclLine("[2025-03-14 09:12:44] node9:77:78 [5] init.cc:100 NCCL WARN something failed");
   ASSERT_TRUE(event);
-  EXPECT_EQ(event->Field("host"), "node9");
+  EXPECT_EQ(event->Field("process_host"), "node9");
   EXPECT_EQ(event->Field("pid"), "77");
   EXPECT_EQ(event->Field("tid"), "78");
   EXPECT_EQ(event->Field("cuda_dev"), "5");
@@ -98,7 +98,7 @@ TEST(EventsJobsNccl, Nccl226TimestampPrefixDoesNotHideHeader) {
 TEST(EventsJobsNccl, LauncherPrefixIsNotPartOfHost) {
   const auto event = ClassifyNcclLine("[default3]:node1:1:2 [3] NCCL INFO hello");
   ASSERT_TRUE(event);
-  EXPECT_EQ(event->Field("host"), "node1");
+  EXPECT_EQ(event->Field("process_host"), "node1");
   EXPECT_EQ(event->Field("cuda_dev"), "3");
 }
 
@@ -106,7 +106,7 @@ TEST(EventsJobsNccl, BareWarnWithoutHeaderHasOnlyMessage) {
   const auto event = ClassifyNcclLine("NCCL WARN Error : ring 0 does not loop back");
   ASSERT_TRUE(event);
   EXPECT_EQ(event->severity, EventSeverity::kWarning);
-  EXPECT_TRUE(event->Field("host").empty());
+  EXPECT_TRUE(event->Field("process_host").empty());
   EXPECT_EQ(event->Field("message"), "Error : ring 0 does not loop back");
 }
 

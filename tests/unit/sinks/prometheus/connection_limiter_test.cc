@@ -228,5 +228,41 @@ TEST(ConnectionLimiter, NextVictimIsWhatAnAdmissionAtTheCapWouldEvictAndLeavesIt
   EXPECT_EQ(limiter.NextVictim(), std::nullopt) << "serving connections are never evicted";
 }
 
+// Under a flood of half-header clients the slots turn over in milliseconds: a scraper's connection that
+// was just accepted and whose request is on its way is not evicted while one that sent part of a header can
+// go instead.
+TEST(ConnectionLimiter, AJustAcceptedSilentConnectionIsSparedForOneThatSentPartOfAHeader) {
+  using std::chrono::milliseconds;
+  ConnectionLimiter limiter = Limiter(2);
+  ASSERT_TRUE(limiter.Admit(1, t(0)).admitted);  // the scraper: nothing read yet
+  ASSERT_TRUE(limiter.Admit(2, t(0) + milliseconds(1)).admitted);
+  limiter.Received(2);  // half a header
+  EXPECT_EQ(limiter.NextVictim(), 2u);
+  EXPECT_EQ(limiter.Admit(3, t(0) + milliseconds(2)).evicted, Evicted(2, State::kHeader));
+  limiter.Received(1);  // the scraper's bytes came but its header is not complete: oldest first again
+  EXPECT_EQ(limiter.Admit(4, t(0) + milliseconds(3)).evicted, Evicted(1, State::kHeader));
+}
+
+TEST(ConnectionLimiter, ASilentConnectionPastTheGraceIsEvictedOldestFirst) {
+  using std::chrono::milliseconds;
+  ConnectionLimiter limiter = Limiter(2);
+  ASSERT_TRUE(limiter.Admit(1, t(0)).admitted);
+  ASSERT_TRUE(limiter.Admit(2, t(0) + milliseconds(1)).admitted);
+  limiter.Received(2);
+  EXPECT_EQ(limiter.Admit(3, t(1)).evicted, Evicted(1, State::kHeader));  // a second later
+}
+
+TEST(ConnectionLimiter, WhenEveryWaitingConnectionIsSilentAndNewTheOldestStillGoes) {
+  using std::chrono::milliseconds;
+  ConnectionLimiter limiter = Limiter(2);
+  ASSERT_TRUE(limiter.Admit(1, t(0)).admitted);
+  ASSERT_TRUE(limiter.Admit(2, t(0) + milliseconds(1)).admitted);
+  EXPECT_EQ(limiter.Admit(3, t(0) + milliseconds(2)).evicted, Evicted(1, State::kHeader));
+  // An idle keep-alive connection still outlives silent new ones (a connect-only flood).
+  limiter.StartServing(2);
+  limiter.FinishServing(2, t(0) + milliseconds(3));
+  EXPECT_EQ(limiter.Admit(4, t(0) + milliseconds(4)).evicted, Evicted(3, State::kHeader));
+}
+
 }  // namespace
 }  // namespace gpuscope
