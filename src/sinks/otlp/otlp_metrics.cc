@@ -23,6 +23,9 @@ std::string EncodeDataPoint(const Sample& sample, double value, uint64_t start_t
   AppendFixed64Field(out, 3, time_unix_nano);
   AppendFixed64Field(out, 4, std::bit_cast<uint64_t>(value));
   for (const auto& [key, label_value] : sample.labels) {
+    // An empty label is an absent one (Prometheus' rule, and /metrics leaves it out): hpc_job="" on an
+    // idle GPU becomes no hpc_job attribute.
+    if (label_value.empty()) continue;
     AppendBytesField(out, 7, EncodeOtlpKeyValue({key, label_value}));
   }
   return out;

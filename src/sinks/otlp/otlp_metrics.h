@@ -4,7 +4,8 @@
 // request has them) holding one ScopeMetrics (the agent as instrumentation scope) holding one Metric per
 // family: a gauge family becomes a Gauge, a counter a Sum (CUMULATIVE, is_monotonic), an info family a
 // Gauge of 1s (its labels carry the information), an unknown family a Gauge. Every sample is one
-// NumberDataPoint (as_double) whose attributes are the sample's labels (gpu, UUID, hpc_job, user, ...),
+// NumberDataPoint (as_double) whose attributes are the sample's labels (gpu, UUID, hpc_job, user, ...;
+// an empty label is left out, as /metrics does),
 // stamped `time_unix_nano`; a Sum's points also carry `start_time_unix_nano` (when counting started).
 // Help is the description, the family's unit the unit.
 //

@@ -59,10 +59,10 @@ TEST(WireOtlpMetrics, CounterIsACumulativeMonotonicSumWithLabelsAsAttributesExac
   EXPECT_EQ(EncodeOtlpMetricsRequest(request, families), expected);
 }
 
-TEST(WireOtlpMetrics, GaugesAndInfoFamiliesAreGaugesInfoValuesAreOneHelpAndUnitCarried) {
+TEST(WireOtlpMetrics, GaugesAndInfoAreGaugesInfoIsOneEmptyLabelsAreAbsentHelpAndUnitCarried) {
   MetricFamily temp{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", MetricType::kGauge, "", {}};
   temp.samples.emplace_back(Labels{{"gpu", "0"}, {"UUID", "GPU-a"}}, 41.0);
-  temp.samples.emplace_back(Labels{{"gpu", "1"}, {"UUID", "GPU-b"}}, 43.5);
+  temp.samples.emplace_back(Labels{{"gpu", "1"}, {"UUID", "GPU-b"}, {"hpc_job", ""}}, 43.5);
   MetricFamily info{"gpuscope_job_info", "Jobs.", MetricType::kInfo, "", {}};
   info.samples.emplace_back(Labels{{"hpc_job", "42"}, {"user", "alice"}}, 7.0);
   MetricFamily secs{"gpuscope_uptime_seconds", "Up.", MetricType::kCounter, "seconds", {}};
@@ -93,7 +93,7 @@ TEST(WireOtlpMetrics, GaugesAndInfoFamiliesAreGaugesInfoValuesAreOneHelpAndUnitC
   EXPECT_EQ(One(second, 3).scalar, 2000u);
   EXPECT_EQ(std::bit_cast<double>(One(second, 4).scalar), 43.5);
   const auto attributes = FieldsNumbered(second, 7);
-  ASSERT_EQ(attributes.size(), 2u);
+  ASSERT_EQ(attributes.size(), 2u);  // hpc_job="" is absent, as in /metrics
   EXPECT_EQ(One(MustParse(attributes[1].bytes), 1).bytes, "UUID");
 
   const auto info_metric = MustParse(metrics[1].bytes);
