@@ -76,8 +76,11 @@ struct AgentConfig {
   std::string loki_format = "protobuf";  // protobuf (snappy) or json
   std::string loki_tenant;               // X-Scope-OrgID
   std::string otlp_url;                  // e.g. http://collector:4318/v1/logs
-  std::string sink_tls_ca_file;          // https: CAs to trust instead of the system store
-  std::string queue_dir;                 // empty: <events state dir>/queue
+  // OTLP metrics: every interval the current snapshot is queued under <queue>/otlp_metrics and sent.
+  std::string otlp_metrics_url;  // e.g. http://collector:4318/v1/metrics; empty: off
+  std::chrono::milliseconds otlp_metrics_interval{15000};
+  std::string sink_tls_ca_file;  // https: CAs to trust instead of the system store
+  std::string queue_dir;         // empty: <events state dir>/queue
   int queue_max_mib = 256;
 
   // remote_write (metrics): every interval the current snapshot is queued under <queue>/remote_write and

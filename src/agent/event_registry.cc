@@ -10,6 +10,7 @@
 #include "src/platform/file.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
+#include "src/sinks/otlp/otlp_metrics_sink.h"
 #include "src/sinks/push/push_sender.h"
 #include "src/sinks/remote_write/remote_write_sink.h"
 
@@ -107,12 +108,33 @@ PushSinkEntry OtlpSinkEntry() {
           &PushSender::Describe};
 }
 
-// The remote_write queue: the remote_write subdirectory of the events' queue directory (which ignores it).
-std::string RemoteWriteQueueDirectory(const AgentConfig& config) {
+// A metrics sink's queue: the `name` subdirectory of the events' queue directory (which ignores it).
+std::string MetricsQueueDirectory(const AgentConfig& config, std::string_view name) {
   const std::filesystem::path base = !config.queue_dir.empty()
                                          ? std::filesystem::path(config.queue_dir)
                                          : std::filesystem::path(config.events_state_dir) / "queue";
-  return (base / "remote_write").string();
+  return (base / name).string();
+}
+
+PushSinkEntry OtlpMetricsSinkEntry() {
+  PushSinkEntry entry{
+      "otlp_metrics", "the metrics as OTLP/HTTP metrics, every --sink.otlp.metrics-interval",
+      [](const AgentConfig& config) { return !config.otlp_metrics_url.empty(); },
+      [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
+        OtlpMetricsOptions o;
+        o.url = config.otlp_metrics_url;
+        o.interval = config.otlp_metrics_interval;
+        o.resource_attributes = {{"service.name", "gpuscope-agent"},
+                                 {"host.name", std::string(context.host)}};
+        o.ca_file = config.sink_tls_ca_file;
+        o.queue_directory = MetricsQueueDirectory(config, "otlp_metrics");
+        o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
+        o.snapshots = context.snapshots;
+        return std::make_unique<OtlpMetricsSink>(std::move(o));
+      },
+      &OtlpMetricsSink::Describe};
+  entry.reads_events = false;
+  return entry;
 }
 
 PushSinkEntry RemoteWriteSinkEntry() {
@@ -145,7 +167,7 @@ PushSinkEntry RemoteWriteSinkEntry() {
         o.ca_file = config.sink_tls_ca_file;
         o.cert_file = config.remote_write_tls_cert_file;
         o.key_file = config.remote_write_tls_key_file;
-        o.queue_directory = RemoteWriteQueueDirectory(config);
+        o.queue_directory = MetricsQueueDirectory(config, "remote_write");
         o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
         o.snapshots = context.snapshots;
         return std::make_unique<RemoteWriteSink>(std::move(o));
@@ -180,6 +202,7 @@ const PushSinkRegistry& BuiltinPushSinks() {
     MustRegister(r, LokiSinkEntry());
     MustRegister(r, OtlpSinkEntry());
     MustRegister(r, RemoteWriteSinkEntry());
+    MustRegister(r, OtlpMetricsSinkEntry());
     return r;
   }();
   return registry;

@@ -40,6 +40,7 @@ struct EventSourceEntry {
 struct PushSinkContext {
   DurableQueue* queue = nullptr;  // the events' durable queue, opened with a consumer per enabled event sink
   const SnapshotStore* snapshots = nullptr;  // the metrics, for sinks that push them (remote_write)
+  std::string_view host = {};                // this node's name (OTLP resource host.name)
 };
 
 struct PushSinkEntry {

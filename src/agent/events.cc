@@ -75,7 +75,7 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     Status status = DurableQueue::Open(q, &out->queue_);
     if (!status.ok()) return Status::Unavailable("event queue " + q.directory + ": " + status.message());
   }
-  const PushSinkContext context{out->queue_.get(), snapshots};
+  const PushSinkContext context{out->queue_.get(), snapshots, host};
   for (const PushSinkEntry* entry : sinks) out->sinks_.push_back(entry->create(config, context));
 
   if (!sources.empty()) {

@@ -228,6 +228,17 @@ constexpr OptionSpec kOptions[] = {
      .help = "Push events as OTLP/HTTP logs to this URL (e.g. http://collector:4318/v1/logs).",
      .default_text = "off",
      .check = HttpUrl},
+    {.yaml = "sinks.otlp.metrics_url",
+     .flag = "sink.otlp.metrics-url",
+     .field = &AgentConfig::otlp_metrics_url,
+     .help = "Push the metrics as OTLP/HTTP metrics to this URL, usually the collector of sink.otlp.url "
+             "with /v1/metrics (e.g. http://collector:4318/v1/metrics).",
+     .default_text = "off",
+     .check = HttpUrl},
+    {.yaml = "sinks.otlp.metrics_interval",
+     .flag = "sink.otlp.metrics-interval",
+     .field = &AgentConfig::otlp_metrics_interval,
+     .help = "How often the current metrics are queued for OTLP."},
     {.yaml = "sinks.tls_ca_file",
      .flag = "sink.tls.ca-file",
      .field = &AgentConfig::sink_tls_ca_file,
@@ -236,12 +247,14 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "sinks.queue.directory",
      .flag = "sink.queue.directory",
      .field = &AgentConfig::queue_dir,
-     .help = "The push sinks' durable queue (remote_write's in its remote_write subdirectory).",
+     .help = "The push sinks' durable queue (remote_write's and OTLP metrics' in their remote_write and "
+             "otlp_metrics subdirectories).",
      .default_text = "<events.state_dir>/queue"},
     {.yaml = "sinks.queue.max_mib",
      .flag = "sink.queue.max-mib",
      .field = &AgentConfig::queue_max_mib,
-     .help = "Bound on the queue's disk use in MiB (the events' and remote_write's each); the oldest records "
+     .help = "Bound on the queue's disk use in MiB (the events', remote_write's and OTLP metrics' each); the "
+             "oldest records "
              "go first.",
      .min = 1},
     {.yaml = "sinks.remote_write.urls",

@@ -17,14 +17,6 @@ std::string EncodeStringAnyValue(std::string_view value) {
   return out;
 }
 
-// KeyValue { string key = 1; AnyValue value = 2; }
-std::string EncodeKeyValue(const OtlpAttribute& attribute) {
-  std::string out;
-  AppendBytesField(out, 1, ToValidUtf8(attribute.key));
-  AppendBytesField(out, 2, EncodeStringAnyValue(attribute.value));
-  return out;
-}
-
 // LogRecord { fixed64 time_unix_nano = 1; SeverityNumber severity_number = 2; string severity_text = 3;
 //             AnyValue body = 5; repeated KeyValue attributes = 6; fixed64 observed_time_unix_nano = 11; }
 std::string EncodeLogRecord(const OtlpLogRecord& record) {
@@ -36,12 +28,35 @@ std::string EncodeLogRecord(const OtlpLogRecord& record) {
   }
   if (!record.severity_text.empty()) AppendBytesField(out, 3, ToValidUtf8(record.severity_text));
   AppendBytesField(out, 5, EncodeStringAnyValue(record.body));
-  for (const auto& attribute : record.attributes) AppendBytesField(out, 6, EncodeKeyValue(attribute));
+  for (const auto& attribute : record.attributes) AppendBytesField(out, 6, EncodeOtlpKeyValue(attribute));
   if (record.observed_time_unix_nano != 0) AppendFixed64Field(out, 11, record.observed_time_unix_nano);
   return out;
 }
 
 }  // namespace
+
+// KeyValue { string key = 1; AnyValue value = 2; }
+std::string EncodeOtlpKeyValue(const OtlpAttribute& attribute) {
+  std::string out;
+  AppendBytesField(out, 1, ToValidUtf8(attribute.key));
+  AppendBytesField(out, 2, EncodeStringAnyValue(attribute.value));
+  return out;
+}
+
+// Resource { repeated KeyValue attributes = 1; }
+std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes) {
+  std::string resource;
+  for (const auto& attribute : attributes) AppendBytesField(resource, 1, EncodeOtlpKeyValue(attribute));
+  return resource;
+}
+
+// InstrumentationScope { string name = 1; string version = 2; }
+std::string EncodeOtlpScope(std::string_view name, std::string_view version) {
+  std::string scope;
+  if (!name.empty()) AppendBytesField(scope, 1, ToValidUtf8(name));
+  if (!version.empty()) AppendBytesField(scope, 2, ToValidUtf8(version));
+  return scope;
+}
 
 int OtlpSeverityNumberFor(std::string_view severity) {
   if (severity == "critical" || severity == "fatal") return 21;
@@ -54,15 +69,8 @@ int OtlpSeverityNumberFor(std::string_view severity) {
 }
 
 std::string EncodeOtlpLogsRequest(const OtlpLogsBatch& batch) {
-  // Resource { repeated KeyValue attributes = 1; }
-  std::string resource;
-  for (const auto& attribute : batch.resource_attributes) {
-    AppendBytesField(resource, 1, EncodeKeyValue(attribute));
-  }
-  // InstrumentationScope { string name = 1; string version = 2; }
-  std::string scope;
-  if (!batch.scope_name.empty()) AppendBytesField(scope, 1, ToValidUtf8(batch.scope_name));
-  if (!batch.scope_version.empty()) AppendBytesField(scope, 2, ToValidUtf8(batch.scope_version));
+  const std::string resource = EncodeOtlpResource(batch.resource_attributes);
+  const std::string scope = EncodeOtlpScope(batch.scope_name, batch.scope_version);
   // ScopeLogs { InstrumentationScope scope = 1; repeated LogRecord log_records = 2; }
   std::string scope_logs;
   AppendBytesField(scope_logs, 1, scope);

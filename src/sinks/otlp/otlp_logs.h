@@ -40,6 +40,13 @@ struct OtlpLogsBatch {
   std::vector<OtlpLogRecord> records;
 };
 
+// Encoders shared by the OTLP logs and metrics requests (common/v1/common.proto, resource/v1/
+// resource.proto): KeyValue{key=1, value=2 AnyValue{string_value=1}}, Resource{attributes=1},
+// InstrumentationScope{name=1, version=2}.
+std::string EncodeOtlpKeyValue(const OtlpAttribute& attribute);
+std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
+std::string EncodeOtlpScope(std::string_view name, std::string_view version);
+
 // Maps a gpuscope severity word (critical/fatal, error, warning/warn, info/notice, debug, trace) to the
 // OTLP SeverityNumber; returns 0 (UNSPECIFIED) for anything else.
 int OtlpSeverityNumberFor(std::string_view severity);

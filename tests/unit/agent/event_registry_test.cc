@@ -91,7 +91,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
   EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal"}));
-  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write"}));
+  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics"}));
 }
 
 TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
@@ -106,6 +106,7 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["journal"].events_journal = true;
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
+  only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
   for (const auto& [name, config] : only) {
     for (const EventSourceEntry& e : BuiltinEventSources().entries())
       EXPECT_EQ(e.enabled(config), e.name == name) << name << " turns " << e.name;
