@@ -33,7 +33,8 @@ packages=(
   slurmctld                # Slurm controller: attribution and scheduler-collector integration tests
   slurmd                   # Slurm node daemon: runs the test jobs and our prolog/epilog
   slurm-client             # sbatch, squeue, sinfo, scontrol, sdiag, sshare (tests and the collectors)
-  wrk                      # HTTP load generator for the endpoint benchmark
+  wrk                      # HTTP load generator for the endpoint and footprint benchmarks
+  linux-perf               # perf: the simulator's and malloc's share of the agent's CPU in bench/agent_footprint.sh
   ccache                   # compiler cache: the test run builds several trees (plain, ASan, TSan) of one source
   curl                     # scraping in scripts and the demo
   apache2-utils            # htpasswd: bcrypt hashes for the basic-auth test fixtures
