@@ -8,7 +8,7 @@
 namespace gpuscope {
 namespace {
 
-// Every line of the family contains "NCCL", "CUDA" or "cudaError" ("Cuda failure" lines also carry
+// Every NCCL/CUDA line of the family contains "NCCL", "CUDA" or "cudaError" ("Cuda failure" lines also carry
 // "NCCL WARN"). The scan jumps between 'C's with memchr (rare in ordinary output compared with
 // lowercase letters) and checks the two words around each one; "cudaError" needs its own search.
 struct Hints {
@@ -39,7 +39,6 @@ Hints Scan(std::string_view line) {
 std::optional<Event> ClassifyJobLine(std::string_view line) {
   line = jobs_text::Head(line);
   const Hints hints = Scan(line);
-  if (!hints.nccl && !hints.cuda) return std::nullopt;
   if (hints.nccl) {
     if (auto event = ClassifyTorchWatchdogLine(line)) return event;
     if (auto event = ClassifyNcclLine(line)) return event;
@@ -48,6 +47,7 @@ std::optional<Event> ClassifyJobLine(std::string_view line) {
     if (auto event = ClassifyCudaOomLine(line)) return event;
     if (auto event = ClassifyCudaErrorLine(line)) return event;
   }
+  if (MayBeRdmaCompletionLine(line)) return ClassifyRdmaCompletionLine(line);
   return std::nullopt;
 }
 

@@ -14,6 +14,8 @@
 //   "cuda_oom"       PyTorch "CUDA out of memory" (all message generations) -> error
 //   "cuda"           CUDA errors; illegal address/instruction, misaligned address, uncorrectable ECC
 //                    -> critical, others -> error
+//   "ib_completion"  also verbs completion errors from UCX, Open MPI (openib), the verbs providers and
+//                    libfabric -> error (field `library`)
 //
 // Thread-safety: pure functions, safe to call concurrently.
 #pragma once
@@ -35,6 +37,18 @@ std::optional<Event> ClassifyJobLine(std::string_view line);
 // status, status_name, opcode, len, vendor_err, local_gid, remote_gid, hca. nullopt when the line has no
 // "NCCL WARN"/"NCCL INFO"/"NCCL TRACE" marker.
 std::optional<Event> ClassifyNcclLine(std::string_view line);
+
+// Verbs completion errors of the other communication layers (formats in rdma.cc): UCX's ib_mlx5_log
+// lines ("... on mlx5_0:1/IB (synd 0x15 vend 0x81 ...)" and the older "FATAL: Error on ... QP ..."), Open
+// MPI openib's "error polling LP CQ with status ... status number N ...", rdma-core providers' "got
+// completion with error", libfabric's "fi_cq_readerr: ... prov_err: ...", and "status=N(<ibv_wc_status_str
+// text>)". Class "ib_completion". Fields (when present): library (ucx, openmpi, verbs, libfabric, other),
+// process_host, pid, rank, peer, hca, port, link_layer, qp, wqe, qp_idx, cq, provider, status,
+// status_name (ibv_wc_status, from the number, the mlx5 syndrome or the words), syndrome, vendor_err,
+// opcode, fi_errno, prov_errno, error, message. nullopt for anything else.
+std::optional<Event> ClassifyRdmaCompletionLine(std::string_view line);
+// The cheap pre-check ClassifyJobLine runs before ClassifyRdmaCompletionLine: false means it cannot match.
+bool MayBeRdmaCompletionLine(std::string_view line);
 
 // PyTorch ProcessGroupNCCL "Watchdog caught collective operation timeout" lines, with the glog
 // "[E ProcessGroupNCCL.cpp:N]" and "[rankN]:[E1129 ...]" prefixes or none. Fields: rank, pg, op, seq,

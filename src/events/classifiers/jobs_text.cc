@@ -1,13 +1,40 @@
 #include "src/events/classifiers/jobs_text.h"
 
+#include <algorithm>
+#include <array>
 #include <limits>
 
 namespace gpuscope::jobs_text {
+
+// ibv_wc_status names (rdma-core libibverbs/verbs.h, enum ibv_wc_status), indexed by value.
+constexpr std::array<std::string_view, 22> kIbvWcStatus = {
+    "IBV_WC_SUCCESS",           "IBV_WC_LOC_LEN_ERR",
+    "IBV_WC_LOC_QP_OP_ERR",     "IBV_WC_LOC_EEC_OP_ERR",
+    "IBV_WC_LOC_PROT_ERR",      "IBV_WC_WR_FLUSH_ERR",
+    "IBV_WC_MW_BIND_ERR",       "IBV_WC_BAD_RESP_ERR",
+    "IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",
+    "IBV_WC_REM_ACCESS_ERR",    "IBV_WC_REM_OP_ERR",
+    "IBV_WC_RETRY_EXC_ERR",     "IBV_WC_RNR_RETRY_EXC_ERR",
+    "IBV_WC_LOC_RDD_VIOL_ERR",  "IBV_WC_REM_INV_RD_REQ_ERR",
+    "IBV_WC_REM_ABORT_ERR",     "IBV_WC_INV_EECN_ERR",
+    "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
+    "IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR"};
+
+std::string_view IbvWcStatusName(std::uint64_t status) {
+  return status < kIbvWcStatus.size() ? kIbvWcStatus[status] : "unknown";
+}
 
 std::optional<std::uint64_t> UintAfter(std::string_view text, std::string_view key) {
   const std::size_t pos = classifier_text::Find(text, key);
   if (pos == std::string_view::npos) return std::nullopt;
   return classifier_text::ParseUint(text.substr(pos + key.size()));
+}
+
+std::string_view WordAfter(std::string_view text, std::string_view key, std::string_view stops) {
+  const std::size_t pos = classifier_text::Find(text, key);
+  if (pos == std::string_view::npos) return {};
+  const std::string_view rest = text.substr(pos + key.size());
+  return rest.substr(0, std::min(rest.find_first_of(stops), rest.size()));
 }
 
 std::optional<std::uint64_t> ParseByteSize(std::string_view text) {

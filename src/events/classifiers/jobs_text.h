@@ -34,9 +34,17 @@ inline std::string_view Head(std::string_view line) {
 // Parses the digits right after `key` at its first occurrence in `text`, e.g. ("rank 3 ...", "rank ").
 std::optional<std::uint64_t> UintAfter(std::string_view text, std::string_view key);
 
+// The word after the first `key` in `text`, up to any byte of `stops` (e.g. ("localGid fe80::1 x",
+// "localGid ") -> "fe80::1"), or empty when `key` is absent.
+std::string_view WordAfter(std::string_view text, std::string_view key, std::string_view stops = " ,");
+
 // Parses a PyTorch memory size such as "2.00 GiB", "20.00 MiB", "512 bytes" or "1.5 KiB" into bytes
 // (binary units, as PyTorch's format_size prints them). nullopt when `text` does not start with one.
 std::optional<std::uint64_t> ParseByteSize(std::string_view text);
+
+// The ibv_wc_status enumerator name of a verbs completion status ("IBV_WC_RETRY_EXC_ERR" for 12), or
+// "unknown" past the last one rdma-core defines.
+std::string_view IbvWcStatusName(std::uint64_t status);
 
 // A copy of `text` cut to `max_bytes` (at a UTF-8 boundary, "..." appended when cut), cleaned by
 // kFieldRules. Never allocates more than max_bytes + 3.

@@ -16,6 +16,7 @@ namespace gpuscope {
 namespace {
 
 using jobs_text::Sanitize;
+using jobs_text::WordAfter;
 
 enum class NcclLevel { kInfo, kWarn, kTrace };
 
@@ -103,29 +104,6 @@ std::string_view Subsystem(std::string_view message) {
   return word;
 }
 
-// ibv_wc_status names (rdma-core libibverbs/verbs.h, enum ibv_wc_status), indexed by value.
-constexpr std::array<std::string_view, 22> kIbvWcStatus = {
-    "IBV_WC_SUCCESS",           "IBV_WC_LOC_LEN_ERR",
-    "IBV_WC_LOC_QP_OP_ERR",     "IBV_WC_LOC_EEC_OP_ERR",
-    "IBV_WC_LOC_PROT_ERR",      "IBV_WC_WR_FLUSH_ERR",
-    "IBV_WC_MW_BIND_ERR",       "IBV_WC_BAD_RESP_ERR",
-    "IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",
-    "IBV_WC_REM_ACCESS_ERR",    "IBV_WC_REM_OP_ERR",
-    "IBV_WC_RETRY_EXC_ERR",     "IBV_WC_RNR_RETRY_EXC_ERR",
-    "IBV_WC_LOC_RDD_VIOL_ERR",  "IBV_WC_REM_INV_RD_REQ_ERR",
-    "IBV_WC_REM_ABORT_ERR",     "IBV_WC_INV_EECN_ERR",
-    "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
-    "IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR"};
-
-// The space-delimited word after `key` (e.g. "localGid " -> "fe80::..."), or empty.
-std::string_view WordAfter(std::string_view text, std::string_view key) {
-  const std::size_t pos = text.find(key);
-  if (pos == std::string_view::npos) return {};
-  std::string_view rest = text.substr(pos + key.size());
-  const std::size_t end = rest.find_first_of(" ,");
-  return end == std::string_view::npos ? rest : rest.substr(0, end);
-}
-
 void AddUintField(Event& event, std::string_view key, std::string_view text, std::string_view after) {
   if (const auto v = jobs_text::UintAfter(text, after)) event.fields.emplace_back(key, std::to_string(*v));
 }
@@ -141,8 +119,7 @@ void AddIbCompletionFields(Event& event, std::string_view message) {
   if (!status) status = jobs_text::UintAfter(message, "with error ");
   if (status) {
     event.fields.emplace_back("status", std::to_string(*status));
-    event.fields.emplace_back("status_name",
-                              *status < kIbvWcStatus.size() ? std::string(kIbvWcStatus[*status]) : "unknown");
+    event.fields.emplace_back("status_name", std::string(jobs_text::IbvWcStatusName(*status)));
   }
   std::optional<std::uint64_t> opcode = jobs_text::UintAfter(message, "opcode=");
   if (!opcode) opcode = jobs_text::UintAfter(message, "opcode ");
