@@ -1,0 +1,354 @@
+#include "src/collectors/training/training_state.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuscope {
+namespace {
+
+constexpr std::array<std::string_view, 12> kOps = {"broadcast",  "reduce",     "all_gather", "reduce_scatter",
+                                                   "all_reduce", "send_recv",  "send",       "recv",
+                                                   "barrier",    "all_to_all", "gather",     "scatter"};
+
+double Seconds(uint64_t begin_ns, uint64_t end_ns) {
+  return end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0.0;
+}
+
+std::string CommLabel(uint64_t comm) {
+  char buffer[19];
+  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(comm));
+  return buffer;
+}
+
+// Families in render order; the per-rank label names come first in every one.
+struct Family {
+  std::string_view name;
+  MetricType type;
+  std::string_view unit;
+  std::string_view help;
+  std::vector<std::string> extra_labels;
+};
+
+const std::vector<std::string> kRankLabels = {"hpc_job", "rank", "Hostname", "gpu", "UUID"};
+
+enum FamilyId {
+  kSteps,
+  kSamples,
+  kStepSeconds,
+  kComputeSeconds,
+  kInStepCollectiveSeconds,
+  kCollectives,
+  kCollectiveSeconds,
+  kIncomplete,
+  kLoaderWait,
+  kCheckpoints,
+  kCheckpointSeconds,
+  kCheckpointBytes,
+  kLastCheckpoint,
+  kGradNorm,
+  kComputeMedian,
+  kScore,
+  kSeq,
+  kProgress,
+  kHung,
+  kFamilyCount
+};
+
+const std::array<Family, kFamilyCount>& Families() {
+  static const std::array<Family, kFamilyCount> families = {{
+      {"gpuscope_training_steps_total", MetricType::kCounter, "", "Training steps the rank reported.", {}},
+      {"gpuscope_training_samples_total",
+       MetricType::kCounter,
+       "",
+       "Samples of the rank's reported steps.",
+       {}},
+      {"gpuscope_training_step_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Wall time of the rank's reported steps (divide by the steps for the mean step time).",
+       {}},
+      {"gpuscope_training_compute_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Time of the rank's steps outside collectives: compute and data loading, what differs between ranks "
+       "of synchronous training.",
+       {}},
+      {"gpuscope_training_collective_in_step_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Time of the rank's steps inside collectives (waiting for the other ranks included).",
+       {}},
+      {"gpuscope_training_collectives_total",
+       MetricType::kCounter,
+       "",
+       "Completed collectives of the rank by operation and size class (lt_1MiB, lt_64MiB, ge_64MiB).",
+       {"op", "size"}},
+      {"gpuscope_training_collective_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Time in completed collectives of the rank by operation and size class.",
+       {"op", "size"}},
+      {"gpuscope_training_collectives_incomplete_total",
+       MetricType::kCounter,
+       "",
+       "Collectives the producer reported without a completion.",
+       {}},
+      {"gpuscope_training_dataloader_wait_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Time the rank waited for its data loader.",
+       {}},
+      {"gpuscope_training_checkpoints_total",
+       MetricType::kCounter,
+       "",
+       "Checkpoint saves the rank reported.",
+       {}},
+      {"gpuscope_training_checkpoint_seconds_total",
+       MetricType::kCounter,
+       "seconds",
+       "Time of the rank's checkpoint saves.",
+       {}},
+      {"gpuscope_training_checkpoint_bytes_total",
+       MetricType::kCounter,
+       "bytes",
+       "Bytes of the rank's checkpoint saves (as reported).",
+       {}},
+      {"gpuscope_training_last_checkpoint_duration_seconds",
+       MetricType::kGauge,
+       "seconds",
+       "Duration of the rank's latest checkpoint save.",
+       {}},
+      {"gpuscope_training_grad_norm",
+       MetricType::kGauge,
+       "",
+       "The rank's latest reported gradient norm.",
+       {}},
+      {"gpuscope_training_compute_seconds_median",
+       MetricType::kGauge,
+       "seconds",
+       "Median time outside collectives per step over the rank's recent steps (the straggler score's input; "
+       "recording rules compare it across nodes).",
+       {}},
+      {"gpuscope_training_relative_score",
+       MetricType::kGauge,
+       "",
+       "The job's fastest local rank's median time outside collectives divided by this rank's: 1 for the "
+       "fastest, lower is slower.",
+       {}},
+      {"gpuscope_training_collective_seq",
+       MetricType::kGauge,
+       "",
+       "Sequence number of the rank's latest completed collective on a communicator.",
+       {"comm"}},
+      {"gpuscope_training_collective_progress_timestamp_seconds",
+       MetricType::kGauge,
+       "seconds",
+       "When the rank's sequence number on a communicator last advanced (Unix time).",
+       {"comm"}},
+      {"gpuscope_training_rank_hung",
+       MetricType::kGauge,
+       "",
+       "1 when the rank's sequence number on a communicator is behind another local rank's and has not "
+       "advanced for the hang threshold.",
+       {"comm"}},
+  }};
+  return families;
+}
+
+}  // namespace
+
+TrainingState::TrainingState(TrainingStateOptions options) : options_(std::move(options)) {
+  options_.score_window = std::max<size_t>(options_.score_window, 1);
+  options_.collectives_kept = std::max<size_t>(options_.collectives_kept, 1);
+  options_.max_communicators = std::max<size_t>(options_.max_communicators, 1);
+}
+
+std::string_view TrainingState::OpName(uint8_t op) { return op < kOps.size() ? kOps[op] : "other"; }
+
+std::string_view TrainingState::SizeClass(uint64_t bytes) {
+  if (bytes < (1ull << 20)) return "lt_1MiB";
+  if (bytes < (64ull << 20)) return "lt_64MiB";
+  return "ge_64MiB";
+}
+
+void TrainingState::Apply(const TrainingIdentity& who, const TrainingDatagram& datagram, int64_t now_ns) {
+  Rank& rank = ranks_[Key(who.job, who.rank)];
+  rank.gpu = who.gpu;
+  rank.uuid = who.uuid;
+  rank.last_seen_ns = now_ns;
+  // Collectives first: a step's record follows the collectives it holds in the same datagram.
+  for (const TrainingCollective& collective : datagram.collectives) ApplyCollective(rank, collective, now_ns);
+  for (const TrainingMark& mark : datagram.marks) ApplyMark(rank, mark);
+  for (const TrainingStep& step : datagram.steps) ApplyStep(rank, step);
+}
+
+void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
+  if (collective.end_ns == 0) {
+    ++rank.incomplete_collectives;
+    return;
+  }
+  CollectiveTotals& totals =
+      rank.collectives[{std::min<uint8_t>(collective.op, kOps.size()), SizeClass(collective.bytes)}];
+  ++totals.count;
+  totals.seconds += Seconds(collective.begin_ns, collective.end_ns);
+  rank.recent_collectives.push_back({collective.begin_ns, collective.end_ns});
+  if (rank.recent_collectives.size() > options_.collectives_kept) rank.recent_collectives.pop_front();
+
+  auto it = rank.communicators.find(collective.comm);
+  if (it == rank.communicators.end()) {
+    if (rank.communicators.size() >= options_.max_communicators) {
+      // The communicator that advanced longest ago makes room (a job's communicators are few; this only
+      // bounds a producer that invents them).
+      auto oldest = std::min_element(
+          rank.communicators.begin(), rank.communicators.end(),
+          [](const auto& a, const auto& b) { return a.second.advanced_ns < b.second.advanced_ns; });
+      rank.communicators.erase(oldest);
+    }
+    rank.communicators[collective.comm] = Progress{collective.seq, now_ns, collective.op};
+    return;
+  }
+  if (collective.seq > it->second.seq) it->second = Progress{collective.seq, now_ns, collective.op};
+}
+
+void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
+  const double duration = Seconds(step.begin_ns, step.end_ns);
+  double inside = 0;
+  for (const Interval& c : rank.recent_collectives) {
+    const uint64_t begin = std::max(c.begin_ns, step.begin_ns);
+    const uint64_t end = std::min(c.end_ns, step.end_ns);
+    inside += Seconds(begin, end);
+  }
+  inside = std::min(inside, duration);  // overlapping collectives (several streams) count once at most
+  ++rank.steps;
+  rank.samples += step.samples;
+  rank.step_seconds += duration;
+  rank.collective_seconds_in_steps += inside;
+  rank.compute_seconds += duration - inside;
+  rank.recent_compute.push_back(duration - inside);
+  if (rank.recent_compute.size() > options_.score_window) rank.recent_compute.pop_front();
+}
+
+void TrainingState::ApplyMark(Rank& rank, const TrainingMark& mark) {
+  switch (static_cast<TrainingMarkKind>(mark.kind)) {
+    case TrainingMarkKind::kDataloaderWait:
+      rank.dataloader_wait_seconds += Seconds(mark.begin_ns, mark.end_ns);
+      return;
+    case TrainingMarkKind::kCheckpoint:
+      ++rank.checkpoints;
+      rank.last_checkpoint_seconds = Seconds(mark.begin_ns, mark.end_ns);
+      rank.checkpoint_seconds += rank.last_checkpoint_seconds;
+      if (std::isfinite(mark.value) && mark.value > 0) rank.checkpoint_bytes += mark.value;
+      return;
+    case TrainingMarkKind::kGradNorm:
+      if (std::isfinite(mark.value)) {
+        rank.has_grad_norm = true;
+        rank.grad_norm = mark.value;
+      }
+      return;
+  }
+}
+
+double TrainingState::Median(std::deque<double> values) {
+  std::vector<double> v(values.begin(), values.end());
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double median = v[mid];
+  if (v.size() % 2 == 0)
+    median = (median + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+  return median;
+}
+
+void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& out) {
+  std::erase_if(ranks_, [&](const auto& entry) {
+    return now_ns - entry.second.last_seen_ns > options_.rank_expiry_ns;
+  });
+  const auto& descriptions = Families();
+  std::array<MetricFamily, kFamilyCount> families;
+  for (size_t i = 0; i < kFamilyCount; ++i) {
+    families[i].name = std::string(descriptions[i].name);
+    families[i].help = std::string(descriptions[i].help);
+    families[i].type = descriptions[i].type;
+    families[i].unit = std::string(descriptions[i].unit);
+  }
+
+  // Per job: the fastest local median, and per communicator the furthest sequence number.
+  std::map<std::string, double> fastest;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest;
+  std::map<Key, double> medians;
+  for (const auto& [key, rank] : ranks_) {
+    if (!rank.recent_compute.empty()) {
+      const double median = Median(rank.recent_compute);
+      medians[key] = median;
+      auto [it, inserted] = fastest.emplace(key.first, median);
+      if (!inserted) it->second = std::min(it->second, median);
+    }
+    for (const auto& [comm, progress] : rank.communicators) {
+      uint64_t& seq = furthest[{key.first, comm}];
+      seq = std::max(seq, progress.seq);
+    }
+  }
+
+  for (const auto& [key, rank] : ranks_) {
+    const Labels base{{"hpc_job", key.first},
+                      {"rank", std::to_string(key.second)},
+                      {"Hostname", options_.hostname},
+                      {"gpu", rank.gpu},
+                      {"UUID", rank.uuid}};
+    auto add = [&](FamilyId id, double value) { families[id].samples.emplace_back(base, value); };
+    add(kSteps, static_cast<double>(rank.steps));
+    add(kSamples, static_cast<double>(rank.samples));
+    add(kStepSeconds, rank.step_seconds);
+    add(kComputeSeconds, rank.compute_seconds);
+    add(kInStepCollectiveSeconds, rank.collective_seconds_in_steps);
+    for (const auto& [op_size, totals] : rank.collectives) {
+      const Labels labels = Labels::Extend(
+          base, {{"op", std::string(OpName(op_size.first))}, {"size", std::string(op_size.second)}});
+      families[kCollectives].samples.emplace_back(labels, static_cast<double>(totals.count));
+      families[kCollectiveSeconds].samples.emplace_back(labels, totals.seconds);
+    }
+    add(kIncomplete, static_cast<double>(rank.incomplete_collectives));
+    add(kLoaderWait, rank.dataloader_wait_seconds);
+    add(kCheckpoints, static_cast<double>(rank.checkpoints));
+    add(kCheckpointSeconds, rank.checkpoint_seconds);
+    add(kCheckpointBytes, rank.checkpoint_bytes);
+    if (rank.checkpoints > 0) add(kLastCheckpoint, rank.last_checkpoint_seconds);
+    if (rank.has_grad_norm) add(kGradNorm, rank.grad_norm);
+    if (auto it = medians.find(key); it != medians.end()) {
+      add(kComputeMedian, it->second);
+      const double best = fastest[key.first];
+      add(kScore, it->second > 0 ? best / it->second : 1.0);
+    }
+    for (const auto& [comm, progress] : rank.communicators) {
+      const Labels labels = Labels::Extend(base, {{"comm", CommLabel(comm)}});
+      families[kSeq].samples.emplace_back(labels, static_cast<double>(progress.seq));
+      families[kProgress].samples.emplace_back(labels, static_cast<double>(progress.advanced_ns) / 1e9);
+      const bool behind = progress.seq < furthest[{key.first, comm}];
+      const bool stalled = now_ns - progress.advanced_ns >= options_.hang_after_ns;
+      families[kHung].samples.emplace_back(labels, behind && stalled ? 1.0 : 0.0);
+    }
+  }
+  for (MetricFamily& family : families) {
+    if (!family.samples.empty()) out.push_back(std::move(family));
+  }
+}
+
+std::vector<MetricDescription> TrainingState::Describe() {
+  std::vector<MetricDescription> out;
+  for (const Family& family : Families()) {
+    MetricDescription description;
+    description.name = std::string(family.name);
+    description.type = family.type;
+    description.help = std::string(family.help);
+    description.unit = std::string(family.unit);
+    description.labels = kRankLabels;
+    description.labels.insert(description.labels.end(), family.extra_labels.begin(),
+                              family.extra_labels.end());
+    description.source = "the training socket (python/gpuscope, the NCCL profiler plugin)";
+    out.push_back(std::move(description));
+  }
+  return out;
+}
+
+}  // namespace gpuscope

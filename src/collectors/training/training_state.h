@@ -1,0 +1,112 @@
+// TrainingState: what the training source knows about each rank running on this node, built from the
+// datagrams of the training socket (src/parsers/training_wire.h) and rendered as the gpuscope_training_*
+// families (docs/design/training.md).
+//
+// A rank is (job, rank) as the agent established it from the sending process (TrainingIdentity), never
+// from the datagram's claims. Per rank: step, sample and time counters; the time inside collectives
+// within each step (the collectives that began and ended inside it, as known when the step's record
+// arrives) and outside them (compute and data loading); collectives by operation and size class;
+// data-loader wait, checkpoints and the gradient norm; per communicator the last completed sequence
+// number and when it advanced. From these, per job on this node:
+//   - the relative score of each rank: the fastest local rank's median time outside collectives over the
+//     last `score_window` steps, divided by this rank's (in (0, 1], lower is slower). In synchronous
+//     training the step time is the same on every rank; the time outside collectives is not.
+//   - hung ranks: per communicator, a rank whose sequence number is behind another local rank's and has
+//     not advanced for `hang_after`.
+// Memory is bounded per rank (a window of recent collectives and compute times, at most
+// `max_communicators` communicators); a rank silent for `rank_expiry` is forgotten, and so are its series.
+//
+// Time is passed in by the caller (nanoseconds, CLOCK_REALTIME, the clock the producers stamp with).
+// Thread-safety: none; the training collector serialises Apply() and AppendFamilies().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/core/metric.h"
+#include "src/parsers/training_wire.h"
+
+namespace gpuscope {
+
+// Who sent a datagram, as the agent found out from the kernel (the sender's pid) and /proc.
+struct TrainingIdentity {
+  std::string job;  // Slurm job id; empty when the process belongs to no job the agent knows
+  int32_t rank = -1;
+  std::string gpu;   // NVML index when the process runs on a GPU the agent sees; else empty
+  std::string uuid;  // that GPU's UUID; else empty
+};
+
+struct TrainingStateOptions {
+  std::string hostname;  // the Hostname label, as on the GPU series
+  size_t score_window = 20;
+  size_t collectives_kept = 4096;
+  size_t max_communicators = 64;
+  int64_t hang_after_ns = 60'000'000'000;
+  int64_t rank_expiry_ns = 600'000'000'000;
+};
+
+class TrainingState {
+ public:
+  explicit TrainingState(TrainingStateOptions options);
+
+  // Takes one decoded datagram of `who` received at `now_ns`.
+  void Apply(const TrainingIdentity& who, const TrainingDatagram& datagram, int64_t now_ns);
+
+  // Forgets ranks silent for rank_expiry, then appends the per-rank families.
+  void AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& out);
+
+  size_t ranks() const { return ranks_.size(); }
+
+  static std::vector<MetricDescription> Describe();
+
+  // Operation names in the wire's order (ncclFunc_t): "broadcast", ..., "other" past the known ones.
+  static std::string_view OpName(uint8_t op);
+  // "lt_1MiB", "lt_64MiB", "ge_64MiB".
+  static std::string_view SizeClass(uint64_t bytes);
+
+ private:
+  struct Interval {
+    uint64_t begin_ns = 0;
+    uint64_t end_ns = 0;
+  };
+  struct CollectiveTotals {
+    uint64_t count = 0;
+    double seconds = 0;
+  };
+  struct Progress {
+    uint64_t seq = 0;
+    int64_t advanced_ns = 0;  // agent time when seq last grew
+    uint8_t op = 0;           // of the last completed collective
+  };
+  struct Rank {
+    std::string gpu, uuid;
+    int64_t last_seen_ns = 0;
+    uint64_t steps = 0, samples = 0;
+    double step_seconds = 0, compute_seconds = 0, collective_seconds_in_steps = 0;
+    std::deque<double> recent_compute;  // seconds outside collectives, last score_window steps
+    std::deque<Interval> recent_collectives;
+    std::map<std::pair<uint8_t, std::string_view>, CollectiveTotals> collectives;
+    uint64_t incomplete_collectives = 0;
+    double dataloader_wait_seconds = 0;
+    uint64_t checkpoints = 0;
+    double checkpoint_seconds = 0, checkpoint_bytes = 0, last_checkpoint_seconds = 0;
+    bool has_grad_norm = false;
+    double grad_norm = 0;
+    std::map<uint64_t, Progress> communicators;
+  };
+  using Key = std::pair<std::string, int32_t>;  // (job, rank)
+
+  void ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
+  void ApplyStep(Rank& rank, const TrainingStep& step);
+  void ApplyMark(Rank& rank, const TrainingMark& mark);
+  static double Median(std::deque<double> values);
+
+  TrainingStateOptions options_;
+  std::map<Key, Rank> ranks_;
+};
+
+}  // namespace gpuscope

@@ -1,0 +1,202 @@
+// TrainingState (src/collectors/training/training_state.h): the straggler score names the rank whose own
+// work is slow although every rank's step takes the same time, a rank behind on a communicator is hung
+// only after the threshold, and memory stays bounded whatever a producer sends.
+#include "src/collectors/training/training_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpuscope {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr uint64_t kT0 = 1'700'000'000ull * kSecond;
+
+TrainingIdentity Rank(int32_t rank, std::string job = "100") {
+  return TrainingIdentity{std::move(job), rank, std::to_string(rank), "GPU-" + std::to_string(rank)};
+}
+
+// One synchronous step of `rank`: its own work for `compute_s`, then an all_reduce that lasts until the
+// common step end.
+TrainingDatagram Step(uint64_t number, uint64_t begin, double step_s, double compute_s, uint64_t seq) {
+  TrainingDatagram datagram;
+  const uint64_t end = begin + static_cast<uint64_t>(step_s * kSecond);
+  TrainingCollective c;
+  c.comm = 0xC0FFEE;
+  c.seq = seq;
+  c.op = 4;
+  c.bytes = 100 << 20;
+  c.begin_ns = begin + static_cast<uint64_t>(compute_s * kSecond);
+  c.end_ns = end;
+  datagram.collectives.push_back(c);
+  datagram.steps.push_back({number, begin, end, 32});
+  return datagram;
+}
+
+// {family: {label string: value}}
+std::map<std::string, std::map<std::string, double>> Render(TrainingState& state, int64_t now) {
+  std::vector<MetricFamily> families;
+  state.AppendFamilies(now, families);
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const MetricFamily& family : families) {
+    for (const Sample& sample : family.samples) {
+      std::string key;
+      for (const auto& [name, value] : sample.labels) {
+        if (name == "rank" || name == "comm" || name == "op" || name == "size")
+          key += name + "=" + value + ",";
+      }
+      out[family.name][key] = sample.value;
+    }
+  }
+  return out;
+}
+
+TEST(TrainingState, TheRankSlowOnItsOwnWorkScoresLowThoughEveryStepTakesTheSameTime) {
+  TrainingStateOptions options;
+  options.hostname = "node1";
+  TrainingState state(options);
+  // As measured with DDP/gloo: step 0.099 s everywhere; the slow rank spends 0.030 s in the collective,
+  // the others 0.074 s, so their own work takes 0.069 s vs 0.025 s.
+  for (uint64_t step = 0; step < 30; ++step) {
+    const uint64_t begin = kT0 + step * kSecond;
+    for (int32_t rank = 0; rank < 4; ++rank) {
+      const double compute = rank == 2 ? 0.069 : 0.025;
+      state.Apply(Rank(rank), Step(step, begin, 0.099, compute, step), static_cast<int64_t>(begin) + kSecond);
+    }
+  }
+  auto families = Render(state, static_cast<int64_t>(kT0) + 31 * kSecond);
+  const auto& score = families["gpuscope_training_relative_score"];
+  EXPECT_DOUBLE_EQ(score.at("rank=0,"), 1.0);
+  EXPECT_DOUBLE_EQ(score.at("rank=1,"), 1.0);
+  EXPECT_NEAR(score.at("rank=2,"), 0.025 / 0.069, 1e-6);
+  EXPECT_NEAR(families["gpuscope_training_compute_seconds_median"].at("rank=2,"), 0.069, 1e-6);
+  EXPECT_EQ(families["gpuscope_training_steps_total"].at("rank=3,"), 30);
+  EXPECT_EQ(families["gpuscope_training_samples_total"].at("rank=3,"), 30 * 32);
+  EXPECT_NEAR(families["gpuscope_training_step_seconds_total"].at("rank=2,"), 30 * 0.099, 1e-6);
+  EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=2,"), 30 * 0.030, 1e-6);
+  EXPECT_EQ(families["gpuscope_training_collectives_total"].at("rank=0,op=all_reduce,size=ge_64MiB,"), 30);
+}
+
+TEST(TrainingState, ScoresAreComparedWithinAJobOnly) {
+  TrainingState state({});
+  for (uint64_t step = 0; step < 5; ++step) {
+    const uint64_t begin = kT0 + step * kSecond;
+    state.Apply(Rank(0, "100"), Step(step, begin, 0.5, 0.1, step), static_cast<int64_t>(kT0));
+    state.Apply(Rank(0, "200"), Step(step, begin, 0.5, 0.4, step), static_cast<int64_t>(kT0));
+  }
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  for (const auto& [labels, value] : families["gpuscope_training_relative_score"])
+    EXPECT_EQ(value, 1.0) << labels;
+}
+
+TEST(TrainingState, ARankBehindOnACommunicatorIsHungOnlyAfterTheThreshold) {
+  TrainingStateOptions options;
+  options.hang_after_ns = 60 * kSecond;
+  TrainingState state(options);
+  const int64_t t0 = static_cast<int64_t>(kT0);
+  // Both ranks complete seq 0..7 together; then rank 1 stops and rank 0 completes 8..10.
+  for (uint64_t seq = 0; seq <= 7; ++seq) {
+    for (int32_t rank = 0; rank < 2; ++rank) state.Apply(Rank(rank), Step(seq, kT0, 1, 0.5, seq), t0);
+  }
+  for (uint64_t seq = 8; seq <= 10; ++seq)
+    state.Apply(Rank(0), Step(seq, kT0, 1, 0.5, seq), t0 + 5 * kSecond);
+  auto early = Render(state, t0 + 59 * kSecond);
+  EXPECT_EQ(early["gpuscope_training_rank_hung"].at("rank=1,comm=0x0000000000c0ffee,"), 0);
+  auto late = Render(state, t0 + 61 * kSecond);
+  EXPECT_EQ(late["gpuscope_training_rank_hung"].at("rank=1,comm=0x0000000000c0ffee,"), 1);
+  EXPECT_EQ(late["gpuscope_training_rank_hung"].at("rank=0,comm=0x0000000000c0ffee,"), 0)
+      << "the rank ahead is not hung however long ago it advanced";
+  EXPECT_EQ(late["gpuscope_training_collective_seq"].at("rank=1,comm=0x0000000000c0ffee,"), 7);
+  EXPECT_EQ(late["gpuscope_training_collective_seq"].at("rank=0,comm=0x0000000000c0ffee,"), 10);
+}
+
+TEST(TrainingState, MarksAddUpAndANonFiniteGradNormIsIgnored) {
+  TrainingState state({});
+  TrainingDatagram datagram;
+  datagram.marks.push_back(
+      {static_cast<uint8_t>(TrainingMarkKind::kCheckpoint), kT0, kT0 + 3 * kSecond, 5e9});
+  datagram.marks.push_back(
+      {static_cast<uint8_t>(TrainingMarkKind::kDataloaderWait), kT0, kT0 + kSecond / 2, 0});
+  datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kGradNorm), kT0, kT0, 1.25});
+  datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kGradNorm), kT0, kT0,
+                            std::numeric_limits<double>::quiet_NaN()});
+  datagram.marks.push_back({99, kT0, kT0 + kSecond, 1});  // an unknown kind
+  state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  EXPECT_EQ(families["gpuscope_training_checkpoints_total"].at("rank=0,"), 1);
+  EXPECT_EQ(families["gpuscope_training_checkpoint_bytes_total"].at("rank=0,"), 5e9);
+  EXPECT_EQ(families["gpuscope_training_last_checkpoint_duration_seconds"].at("rank=0,"), 3);
+  EXPECT_EQ(families["gpuscope_training_dataloader_wait_seconds_total"].at("rank=0,"), 0.5);
+  EXPECT_EQ(families["gpuscope_training_grad_norm"].at("rank=0,"), 1.25);
+}
+
+TEST(TrainingState, HostileTimesAndCountsStayFiniteAndBounded) {
+  TrainingStateOptions options;
+  options.max_communicators = 8;
+  options.collectives_kept = 16;
+  TrainingState state(options);
+  TrainingDatagram datagram;
+  for (uint64_t comm = 0; comm < 1000; ++comm) {
+    TrainingCollective c;
+    c.comm = comm;
+    c.seq = ~0ull - comm;
+    c.op = 200;
+    c.begin_ns = ~0ull;
+    c.end_ns = 1;  // ends before it begins
+    datagram.collectives.push_back(c);
+  }
+  datagram.collectives.push_back(TrainingCollective{});  // end 0: never completed
+  datagram.steps.push_back({1, ~0ull, 0, ~0u});
+  state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  EXPECT_EQ(families["gpuscope_training_collective_seq"].size(), 8u);
+  EXPECT_EQ(families["gpuscope_training_collectives_total"].at("rank=0,op=other,size=lt_1MiB,"), 1000);
+  EXPECT_EQ(families["gpuscope_training_collective_seconds_total"].at("rank=0,op=other,size=lt_1MiB,"), 0);
+  EXPECT_EQ(families["gpuscope_training_collectives_incomplete_total"].at("rank=0,"), 1);
+  EXPECT_EQ(families["gpuscope_training_step_seconds_total"].at("rank=0,"), 0);
+  for (const auto& [family, samples] : families) {
+    for (const auto& [labels, value] : samples) EXPECT_TRUE(std::isfinite(value)) << family << labels;
+  }
+}
+
+TEST(TrainingState, ASilentRankIsForgottenWithItsSeries) {
+  TrainingStateOptions options;
+  options.rank_expiry_ns = 600 * kSecond;
+  TrainingState state(options);
+  state.Apply(Rank(0), Step(0, kT0, 1, 0.5, 0), static_cast<int64_t>(kT0));
+  state.Apply(Rank(1), Step(0, kT0, 1, 0.5, 0), static_cast<int64_t>(kT0) + 300 * kSecond);
+  auto families = Render(state, static_cast<int64_t>(kT0) + 601 * kSecond);
+  EXPECT_EQ(state.ranks(), 1u);
+  EXPECT_EQ(families["gpuscope_training_steps_total"].count("rank=0,"), 0u);
+  EXPECT_EQ(families["gpuscope_training_steps_total"].count("rank=1,"), 1u);
+}
+
+TEST(TrainingState, EveryRenderedFamilyIsDescribedWithItsLabels) {
+  TrainingState state({});
+  TrainingDatagram datagram = Step(0, kT0, 1, 0.5, 0);
+  datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kCheckpoint), kT0, kT0 + 1, 1});
+  datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kGradNorm), kT0, kT0, 1});
+  state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  std::vector<MetricFamily> families;
+  state.AppendFamilies(static_cast<int64_t>(kT0), families);
+  std::map<std::string, MetricDescription> described;
+  for (const MetricDescription& d : TrainingState::Describe()) described[d.name] = d;
+  EXPECT_EQ(families.size(), described.size()) << "every family has a sample in this state";
+  for (const MetricFamily& family : families) {
+    ASSERT_TRUE(described.count(family.name)) << family.name;
+    EXPECT_EQ(described[family.name].type, family.type) << family.name;
+    for (const Sample& sample : family.samples) {
+      std::vector<std::string> names;
+      for (const auto& pair : sample.labels) names.push_back(pair.first);
+      EXPECT_EQ(names, described[family.name].labels) << family.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuscope
