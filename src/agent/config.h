@@ -60,6 +60,10 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_command_timeout{15000};
   bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
 
+  // training collector (off by default until the mixin uses it): the ranks' own timing
+  std::string training_socket = "/run/gpuscope/training.sock";
+  std::chrono::milliseconds training_hang_after{60000};
+
   // events: sources (all off unless set), checkpoints, what is shipped
   std::string events_kmsg_path;                        // /dev/kmsg on a node
   std::vector<std::string> events_files;               // globs; --events.file is repeatable

@@ -163,6 +163,16 @@ constexpr OptionSpec kOptions[] = {
      .field = &AgentConfig::slurm_include_user,
      .help = "user label on the slurm collector's job counts and fairshare (cardinality)."},
 
+    {.yaml = "training.socket",
+     .flag = "training.socket",
+     .field = &AgentConfig::training_socket,
+     .help = "The training collector's unix datagram socket, where ranks (python/gpuscope, the NCCL plugin) "
+             "send their timing; producers find it through GPUSCOPE_TRAINING_SOCKET."},
+    {.yaml = "training.hang_after",
+     .flag = "training.hang-after",
+     .field = &AgentConfig::training_hang_after,
+     .help = "A rank behind another on a communicator that has not advanced for this long is hung."},
+
     {.yaml = "events.kmsg_path",
      .flag = "events.kmsg-path",
      .field = &AgentConfig::events_kmsg_path,

@@ -9,6 +9,7 @@
 #include "src/collectors/infiniband/infiniband_collector.h"
 #include "src/collectors/process/process_collector.h"
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
+#include "src/collectors/training/training_collector.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {
@@ -88,6 +89,23 @@ CollectorRegistry MakeBuiltins() {
            options.timeout = config.slurm_command_timeout;
            options.include_user = config.slurm_include_user;
            return std::make_unique<SlurmSchedulerCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"training",
+         "Training telemetry: each rank's steps, collectives and marks from the training socket, straggler "
+         "scores and hung ranks (docs/design/training.md)",
+         false, std::chrono::seconds(5),
+         [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
+           TrainingCollectorOptions options;
+           options.socket_path = config.training_socket;
+           options.procfs = config.procfs;
+           options.node = context.node;
+           options.hostname = config.hostname;
+           options.state.hang_after_ns =
+               std::chrono::duration_cast<std::chrono::nanoseconds>(config.training_hang_after).count();
+           return std::make_unique<TrainingCollector>(options);
          }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error

@@ -1,6 +1,7 @@
 #include "src/parsers/proc_environ.h"
 
 #include <cstdint>
+#include <iterator>
 
 #include "src/core/utf8.h"
 
@@ -117,6 +118,49 @@ SlurmEnviron ParseSlurmEnviron(std::string_view content) {
     }
     Consider(content.substr(pos, end - pos), out, seen);
     pos = end + 1;
+  }
+  return out;
+}
+
+TrainingEnviron ParseTrainingEnviron(std::string_view content) {
+  // Names in order of preference; the first occurrence of each name wins, as with getenv().
+  static constexpr std::string_view kRankNames[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                                                    "PMI_RANK"};
+  static constexpr std::string_view kJobNames[] = {"SLURM_JOB_ID", "GPUSCOPE_JOB_ID"};
+  std::string_view ranks[std::size(kRankNames)];
+  std::string_view jobs[std::size(kJobNames)];
+  const bool cut = content.size() > kMaxEnvironBytes;
+  content = content.substr(0, kMaxEnvironBytes);
+  size_t pos = 0;
+  while (pos < content.size()) {
+    size_t end = content.find('\0', pos);
+    if (end == std::string_view::npos) {
+      if (cut) break;  // the last entry was cut off by the cap: its value may be a prefix
+      end = content.size();
+    }
+    const std::string_view entry = content.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view name = entry.substr(0, eq), value = entry.substr(eq + 1);
+    for (size_t i = 0; i < std::size(kRankNames); ++i) {
+      if (name == kRankNames[i] && ranks[i].empty() && IsDigits(value)) ranks[i] = value;
+    }
+    if (name == kJobNames[0] && jobs[0].empty() && IsDigits(value)) jobs[0] = value;
+    if (name == kJobNames[1] && jobs[1].empty() && IsCleanText(value, 128)) jobs[1] = value;
+  }
+  TrainingEnviron out;
+  for (std::string_view rank : ranks) {
+    if (!rank.empty()) {
+      out.rank = std::string(rank);
+      break;
+    }
+  }
+  for (std::string_view job : jobs) {
+    if (!job.empty()) {
+      out.job = std::string(job);
+      break;
+    }
   }
   return out;
 }

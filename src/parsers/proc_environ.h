@@ -43,4 +43,15 @@ struct SlurmEnviron {
 // Never fails: unknown, malformed or invalid entries are skipped; an empty result means "no Slurm job".
 SlurmEnviron ParseSlurmEnviron(std::string_view content);
 
+// What a training process's launcher put in its environment, for the training source to check a rank's
+// claims against (docs/design/training.md). Only these names are read, in this order of preference:
+//   rank: RANK (torchrun), SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK (digits);
+//   job:  SLURM_JOB_ID (digits), else GPUSCOPE_JOB_ID (printable text, at most 128 bytes).
+// Same input rules as ParseSlurmEnviron: bounded, first occurrence wins, invalid values dropped.
+struct TrainingEnviron {
+  std::string rank;  // empty when none of the names holds digits
+  std::string job;
+};
+TrainingEnviron ParseTrainingEnviron(std::string_view content);
+
 }  // namespace gpuscope

@@ -60,6 +60,8 @@ class TrainingState {
   void AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& out);
 
   size_t ranks() const { return ranks_.size(); }
+  // The Hostname label from now on (the training collector takes the GPU inventory's when it had none).
+  void set_hostname(std::string hostname) { options_.hostname = std::move(hostname); }
 
   static std::vector<MetricDescription> Describe();
 

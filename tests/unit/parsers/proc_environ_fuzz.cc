@@ -15,5 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (id->find_first_not_of("0123456789") != std::string::npos) __builtin_trap();
   }
   if (env.job_name.size() > size) __builtin_trap();
+  const gpuscope::TrainingEnviron training = gpuscope::ParseTrainingEnviron(input);
+  if (training.rank.find_first_not_of("0123456789") != std::string::npos) __builtin_trap();
+  if (training.job.size() > 128) __builtin_trap();
   return 0;
 }

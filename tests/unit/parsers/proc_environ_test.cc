@@ -124,5 +124,24 @@ TEST(ProcEnvironTest, EmptyAndGarbageGiveNothing) {
   EXPECT_TRUE(ParseSlurmEnviron(Env({"SLURM_JOB_ID", "=5", "SLURM_"})).empty());
 }
 
+TEST(ProcEnvironTest, TrainingRankPrefersTorchrunThenSlurmThenMpi) {
+  EXPECT_EQ(ParseTrainingEnviron(Env({"SLURM_PROCID=3", "RANK=5", "PMI_RANK=9"})).rank, "5");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"PMI_RANK=9", "SLURM_PROCID=3"})).rank, "3");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"OMPI_COMM_WORLD_RANK=7", "PMI_RANK=9"})).rank, "7");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"RANK=x", "SLURM_PROCID=3"})).rank, "3") << "a bad value is skipped";
+  EXPECT_EQ(ParseTrainingEnviron(Env({"RANK=1", "RANK=2"})).rank, "1") << "first occurrence, as getenv()";
+  EXPECT_EQ(ParseTrainingEnviron(Env({"HOME=/root"})).rank, "");
+}
+
+TEST(ProcEnvironTest, TrainingJobIsSlurmsElseTheExplicitOne) {
+  EXPECT_EQ(ParseTrainingEnviron(Env({"GPUSCOPE_JOB_ID=finetune-7", "SLURM_JOB_ID=42"})).job, "42");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"GPUSCOPE_JOB_ID=finetune-7"})).job, "finetune-7");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"GPUSCOPE_JOB_ID=bad\x01", "SLURM_JOB_ID=4x"})).job, "");
+  std::string cut = std::string(kMaxEnvironBytes - 6, 'y');
+  cut.push_back('\0');
+  cut += "RANK=123456";  // crosses the cap after "RANK="
+  EXPECT_EQ(ParseTrainingEnviron(cut).rank, "");
+}
+
 }  // namespace
 }  // namespace gpuscope

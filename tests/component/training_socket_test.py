@@ -1,0 +1,116 @@
+"""Component: ranks instrumented with the gpuscope Python package report to the real agent's training
+collector, end to end (python/gpuscope -> unix datagram socket -> the agent -> /metrics).
+
+Two rank processes, launched as torchrun launches them (RANK, WORLD_SIZE in their environment), run
+synchronous-looking steps of the same length: rank 1 spends 40 ms of each 60 ms step on its own work,
+rank 0 10 ms, the rest "in a collective". The agent must count every step under the rank the kernel-named
+process has, score rank 1 as the straggler although its step time equals rank 0's, and reject a datagram
+that claims a job its sender is not in.
+
+Usage: training_socket_test.py AGENT SIM_LIBRARY REPO_ROOT"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+AGENT, SIM, ROOT = sys.argv[1:4]
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import harness  # noqa: E402
+import unittest_main  # noqa: E402
+from gpuscope import _wire  # noqa: E402
+
+STEPS = 20
+RANK_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import gpuscope.training as gt
+    own_work = float(sys.argv[2])
+    session = gt.init()
+    for step in range({steps}):
+        with gt.step(samples=8):
+            begin = time.time_ns()
+            time.sleep(own_work)
+            middle = time.time_ns()
+            time.sleep(0.06 - own_work)  # the collective: waits for the slowest rank
+            session.collective("all_reduce", 1 << 22, middle, time.time_ns(), comm=7, seq=step)
+    gt.shutdown()
+    print("sent", session.sent, "dropped", session.dropped)
+""").format(steps=STEPS)
+
+
+def training_samples(agent, family):
+    """{(hpc_job, rank): value} of `family`."""
+    out = {}
+    for (name, labels), value in harness.parse_exposition(agent.metrics()).items():
+        labels = dict(labels)
+        if name == family:
+            out[(labels.get("hpc_job", ""), labels.get("rank", ""))] = value
+    return out
+
+
+def rejected(agent, reason):
+    for (name, labels), value in harness.parse_exposition(agent.metrics()).items():
+        if name == "gpuscope_training_records_rejected_total" and dict(labels).get("reason") == reason:
+            return value
+    return None
+
+
+class TrainingSocket(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpuscope-training-")
+        self.socket = os.path.join(self.dir, "training.sock")
+        self.agent = harness.Agent(AGENT, SIM, os.path.join(ROOT, "sim", "scenarios", "h100-training.yaml"),
+                                   extra_args=["--collector.training", "--collector.training.interval=1s",
+                                               f"--training.socket={self.socket}"])
+        self.addCleanup(self.agent.cleanup)
+        self.addCleanup(self.agent.stop)
+        harness.wait_for(lambda: os.path.exists(self.socket), 30, "the training socket")
+
+    def test_two_ranks_are_counted_and_the_slow_one_is_named_by_its_own_work(self):
+        script = os.path.join(self.dir, "rank.py")
+        with open(script, "w") as f:
+            f.write(RANK_SCRIPT)
+        ranks = []
+        for rank, own_work in ((0, 0.010), (1, 0.040)):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "GPUSCOPE_"))}
+            env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", GPUSCOPE_TRAINING_SOCKET=self.socket)
+            ranks.append(subprocess.Popen([sys.executable, script, os.path.join(ROOT, "python"), str(own_work)],
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for process in ranks:
+            out, _ = process.communicate(timeout=60)
+            self.assertEqual(process.returncode, 0, out)
+            self.assertIn(f"sent {2 * STEPS} dropped 0", out)  # a step and a collective each
+
+        steps = harness.wait_for(
+            lambda: (lambda s: s if s.get(("", "0")) == STEPS and s.get(("", "1")) == STEPS else None)(
+                training_samples(self.agent, "gpuscope_training_steps_total")), 30, "every step counted")
+        self.assertEqual(steps, {("", "0"): STEPS, ("", "1"): STEPS})
+        score = training_samples(self.agent, "gpuscope_training_relative_score")
+        self.assertEqual(score[("", "0")], 1.0)
+        self.assertLess(score[("", "1")], 0.5, score)  # own work 10 vs 40 ms: about 0.25
+        self.assertGreater(score[("", "1")], 0.1, score)
+        step_seconds = training_samples(self.agent, "gpuscope_training_step_seconds_total")
+        self.assertAlmostEqual(step_seconds[("", "0")] / STEPS, step_seconds[("", "1")] / STEPS, delta=0.02,
+                               msg="the step time cannot tell the straggler")
+
+    def test_a_datagram_claiming_a_job_its_sender_is_not_in_is_rejected(self):
+        sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(sender.close)
+        before = harness.wait_for(lambda: [rejected(self.agent, "identity")] if rejected(self.agent, "identity")
+                                  is not None else None, 30, "the training self-metrics")[0]
+        claim = _wire.datagram([_wire.hello(0, 0, 1, "999999"), _wire.step(0, 1, 2, 3)], 0)
+        sender.sendto(claim, self.socket)
+        sender.sendto(b"GPST\x01garbage", self.socket)
+        harness.wait_for(lambda: rejected(self.agent, "identity") == before + 1, 30, "the identity rejection")
+        harness.wait_for(lambda: rejected(self.agent, "malformed") == 1, 30, "the malformed datagram counted")
+        self.assertEqual(training_samples(self.agent, "gpuscope_training_steps_total"), {})
+
+
+if __name__ == "__main__":
+    unittest_main.main(argv=sys.argv[:1])
