@@ -55,6 +55,17 @@
     stragglerRatio: 0.5,
     stragglerMinMedian: 0.3,
     stragglerMinGpus: 2,
+    // Straggler from training telemetry (jobs whose ranks report to the agent's training socket): a rank
+    // whose relative score (the job's fastest rank's median time outside collectives divided by its own,
+    // rank:training_relative_score:ratio) stays below this. Such jobs leave the utilisation comparison.
+    trainingScore: 0.8,
+    // Hang: a rank whose collective sequence number on a communicator is behind another rank's of the same
+    // job and communicator and has not advanced for this many seconds (NCCL's and PyTorch's own timeouts
+    // are 10-30 minutes).
+    trainingHangSeconds: 60,
+    // Likely causes the straggler alert looks for on the rank's GPU and node: data-loader wait above this
+    // share of the step time.
+    trainingLoaderWaitRatio: 0.2,
     // Inference: p99 end-to-end latency (seconds), and the throughput drop (0..1) against the baseline.
     vllmP99LatencySeconds: 10,
     tritonP99LatencySeconds: 1,
@@ -107,6 +118,8 @@
     allocatedIdle: '30m',
     allocationHigh: '30m',
     straggler: '15m',
+    trainingStraggler: '5m',
+    trainingHang: '0m',
     inferenceLatency: '5m',
     throughputDrop: '15m',
     collectiveErrors: '0m',

@@ -24,6 +24,8 @@ std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
     allocatedIdle: '10s',
     allocationHigh: '10s',
     straggler: '15s',
+    trainingStraggler: '15s',
+    trainingHang: '0s',
     inferenceLatency: '5s',
     throughputDrop: '10s',
     collectiveErrors: '0s',

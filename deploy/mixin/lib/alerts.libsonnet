@@ -293,6 +293,7 @@ function(cfg)
         (%(ratio)g * hpc_job:gpu_utilisation:median)
         and on (%(on)s) hpc_job:gpu_utilisation:median >= %(minMedian)g
         and on (%(on)s) count by (%(on)s) (gpuscope:gpu_utilisation:ratio{%(job)s!=""}) >= %(minGpus)d
+        unless on (%(on)s) hpc_job:training_compute_seconds_median:min
       ||| % {
         util: gpuUtil,
         on: util.by(cl + [l.job]),
@@ -308,6 +309,55 @@ function(cfg)
       'gpu',
       'One GPU of a job far below the job median',
       '{{ $labels.Hostname }} GPU {{ $labels.gpu }} of job {{ $labels.hpc_job }} runs at {{ $value | humanizePercentage }} utilisation, below %g of the job median; the whole job waits on it.' % t.stragglerRatio,
+      ownerLabels,
+    ),
+    // The same alert for jobs whose ranks report their own timing: in synchronous training every rank's
+    // step takes as long as the slowest one's, so the score compares the time each rank spends outside
+    // collectives. The description names the causes found on the rank's GPU and node.
+    alert(
+      'GpuTrainingStraggler',
+      withOwner('rank:training_relative_score:ratio < %g' % t.trainingScore),
+      f.trainingStraggler,
+      'ticket',
+      cfg.teams.mlPlatform,
+      'utilisation',
+      'gpu',
+      'One rank of a job slow on its own work',
+      ('Rank {{ $labels.rank }} of job {{ $labels.hpc_job }} on {{ $labels.Hostname }} GPU {{ $labels.gpu }} scores {{ $value | printf "%%.2f" }} (the job\'s fastest rank 1): it spends longer on its own work than the others, who wait for it in every collective. Likely cause:{{ $found := false }}' +
+       '{{ with printf `sum(rate(gpuscope_nvlink_errors_total{Hostname="%%s",gpu="%%s"}[%(w)s])) > 0` $labels.Hostname $labels.gpu | query }}{{ $found = true }} NVLink errors on this GPU;{{ end }}' +
+       '{{ with printf `max by (reason) (gpuscope_gpu_clock_event_active{Hostname="%%s",gpu="%%s",reason=~"sw_power_cap|hw_slowdown|sw_thermal_slowdown|hw_thermal_slowdown|hw_power_brake_slowdown"} > 0)` $labels.Hostname $labels.gpu | query }}{{ $found = true }} clocks held down ({{ range . }}{{ .Labels.reason }} {{ end }});{{ end }}' +
+       '{{ with printf `sum(increase(gpuscope_xid_errors_total{Hostname="%%s",gpu="%%s"}[30m])) > 0` $labels.Hostname $labels.gpu | query }}{{ $found = true }} XID errors on this GPU;{{ end }}' +
+       '{{ with printf `sum(rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{Hostname="%%s",gpu="%%s"}[%(w)s])) > 0` $labels.Hostname $labels.gpu | query }}{{ $found = true }} PCIe replays on this GPU;{{ end }}' +
+       '{{ with printf `sum(rate(gpuscope_training_dataloader_wait_seconds_total{hpc_job="%%s",rank="%%s"}[%(w)s])) / sum(rate(gpuscope_training_step_seconds_total{hpc_job="%%s",rank="%%s"}[%(w)s])) > %(loader)g` $labels.hpc_job $labels.rank $labels.hpc_job $labels.rank | query }}{{ $found = true }} waits on its data loader;{{ end }}' +
+       '{{ if not $found }} none on the GPU (NVLink, clocks, XID, PCIe) or in the data loader: see the runbook for CPU/NUMA placement and InfiniBand.{{ end }}') % {
+        w: w.rate,
+        loader: t.trainingLoaderWaitRatio,
+      },
+      ownerLabels,
+    ),
+    alert(
+      'GpuTrainingHang',
+      withOwner(|||
+        (
+          %(seq)s
+            < on (%(on)s) group_left ()
+          max by (%(on)s) (%(seq)s)
+        )
+        and
+        (time() - %(progress)s > %(hang)d)
+      ||| % {
+        seq: gpuSel('gpuscope_training_collective_seq'),
+        progress: gpuSel('gpuscope_training_collective_progress_timestamp_seconds'),
+        on: util.by(cl + [l.job, 'comm']),
+        hang: t.trainingHangSeconds,
+      }),
+      f.trainingHang,
+      'ticket',
+      cfg.teams.mlPlatform,
+      'application',
+      'job',
+      'A rank of a job stopped entering collectives',
+      'Rank {{ $labels.rank }} of job {{ $labels.hpc_job }} on {{ $labels.Hostname }}{{ with $labels.gpu }} GPU {{ . }}{{ end }} is stuck after collective {{ $value }} on communicator {{ $labels.comm }} for more than %ds while other ranks moved on; the job will hang until NCCL\'s or PyTorch\'s timeout kills it.' % t.trainingHangSeconds,
       ownerLabels,
     ),
   ];

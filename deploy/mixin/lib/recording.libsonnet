@@ -199,4 +199,38 @@ function(cfg)
         },
       ],
     },
+  {
+      // Training telemetry (the agent's training collector): the job-wide straggler score across nodes,
+      // from each rank's median time outside collectives, and the job's mean step time.
+      name: 'gpuscope.training.rules',
+      interval: '%ds' % intervalSeconds,
+      rules: [
+        {
+          record: 'hpc_job:training_compute_seconds_median:min',
+          expr: 'min by (%s) (%s)' % [by([l.job]), gpuSel('gpuscope_training_compute_seconds_median')],
+        },
+        {
+          // In (0, 1]: 1 for the job's fastest rank anywhere, lower is slower.
+          record: 'rank:training_relative_score:ratio',
+          expr: |||
+            hpc_job:training_compute_seconds_median:min
+              / on (%(on)s) group_right ()
+            (%(median)s > 0)
+          ||| % { on: by([l.job]), median: gpuSel('gpuscope_training_compute_seconds_median') },
+        },
+        {
+          record: 'hpc_job:training_step_seconds:mean_%s' % cfg.windows.rate,
+          expr: |||
+            sum by (%(by)s) (rate(%(seconds)s[%(w)s]))
+              /
+            sum by (%(by)s) (rate(%(steps)s[%(w)s]) > 0)
+          ||| % {
+            by: by([l.job]),
+            seconds: gpuSel('gpuscope_training_step_seconds_total'),
+            steps: gpuSel('gpuscope_training_steps_total'),
+            w: cfg.windows.rate,
+          },
+        },
+      ],
+    },
   ]

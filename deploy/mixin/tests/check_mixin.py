@@ -50,12 +50,24 @@ def read_yaml(path):
 
 
 def alerts():
-    """{name: rule} of the generated alerting rules."""
+    """{name: rule} of the generated alerting rules (the first rule of each name). An alert may have several
+    forms (GpuTrainingStraggler: from training telemetry where a job reports it, else from utilisation): the
+    rules of one name must then carry the same labels and runbook, and each its own summary and
+    description, so that routing, inhibition and the runbook cannot tell the forms apart."""
     rules = {}
     for group in read_yaml(ALERTING_RULES)["groups"]:
         for rule in group["rules"]:
-            assert rule["alert"] not in rules, f"alert {rule['alert']} defined twice"
-            rules[rule["alert"]] = rule
+            name = rule["alert"]
+            if name in rules:
+                first = rules[name]
+                assert rule.get("labels") == first.get("labels"), f"alert {name}: forms with different labels"
+                annotations = rule.get("annotations", {})
+                assert annotations.get("runbook_url") == first["annotations"].get("runbook_url"), \
+                    f"alert {name}: forms with different runbooks"
+                assert annotations.get("summary", "").strip() and annotations.get("description", "").strip(), \
+                    f"alert {name}: a form without summary or description"
+                continue
+            rules[name] = rule
     return rules
 
 

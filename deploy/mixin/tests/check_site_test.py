@@ -60,7 +60,7 @@ class SiteCheck(unittest.TestCase):
     def test_the_committed_files_are_refused_until_a_site_sets_its_urls(self):
         rc, output = run_check()
         self.assertEqual(rc, 1, output)
-        self.assertIn("runbook_url of 29 alert(s)", output)
+        self.assertIn("runbook_url of 31 alert(s)", output)
         self.assertIn("is a placeholder (.invalid never resolves): set runbookUrlBase", output)
         for receiver in RECEIVERS:
             self.assertIn(f"receiver {receiver}: https://alert-receiver.example.invalid/gpuscope/{receiver} is a "
