@@ -60,6 +60,10 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_command_timeout{15000};
   bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
 
+  // textfile collector: *.prom files of site scripts (node_exporter's --collector.textfile.directory)
+  std::string textfile_directory;  // empty: nothing read
+  int textfile_max_file_kib = 4096;
+
   // events: sources (all off unless set), checkpoints, what is shipped
   std::string events_kmsg_path;                        // /dev/kmsg on a node
   std::vector<std::string> events_files;               // globs; --events.file is repeatable

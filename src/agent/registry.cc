@@ -9,6 +9,7 @@
 #include "src/collectors/infiniband/infiniband_collector.h"
 #include "src/collectors/process/process_collector.h"
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
+#include "src/collectors/textfile/textfile_collector.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {
@@ -88,6 +89,19 @@ CollectorRegistry MakeBuiltins() {
            options.timeout = config.slurm_command_timeout;
            options.include_user = config.slurm_include_user;
            return std::make_unique<SlurmSchedulerCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"textfile",
+         "Metrics site scripts write as *.prom files (text format 0.0.4) into "
+         "--collector.textfile.directory, as node_exporter's textfile collector reads them",
+         true, std::chrono::seconds(15),
+         [](const AgentConfig& config, const CollectorContext&) -> std::unique_ptr<Collector> {
+           TextfileCollectorOptions options;
+           options.directory = config.textfile_directory;
+           options.max_file_bytes = static_cast<size_t>(config.textfile_max_file_kib) * 1024;
+           return std::make_unique<TextfileCollector>(options);
          }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error
