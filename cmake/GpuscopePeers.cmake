@@ -1,19 +1,20 @@
 # The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
-# OpenTelemetry Collector), built by scripts/build-peers.sh from the versions pinned in
+# OpenTelemetry Collector, the remote-write sender compliance suite), built by scripts/build-peers.sh from the versions pinned in
 # scripts/versions.env into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # This finds each in the directory of its pinned version only (never one on PATH of another version) and
 # requires it like any other tool of the default test run (gpuscope_require_program). Sets:
 #   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_PROMETHEUS3_BIN GPUSCOPE_PROMTOOL3_BIN
-#   GPUSCOPE_OTELCOL_BIN
+#   GPUSCOPE_OTELCOL_BIN GPUSCOPE_RWCOMPLIANCE_BIN GPUSCOPE_TEST2JSON_BIN
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/versions.env
-                                                               ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go)
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/rw_compliance/compliance_test.go)
 file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_peer_pins
-     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL)_VERSION=")
+     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE)_VERSION=")
 foreach(_pin IN LISTS _gpuscope_peer_pins)
   string(REGEX MATCH "^([A-Z0-9]+)_VERSION=(.*)$" _ "${_pin}")
   set(_gpuscope_${CMAKE_MATCH_1}_version "${CMAKE_MATCH_2}")
 endforeach()
-foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL)
+foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL RWCOMPLIANCE)
   if(NOT _gpuscope_${_peer}_version)
     message(FATAL_ERROR "scripts/versions.env does not pin ${_peer}_VERSION")
   endif()
@@ -27,6 +28,8 @@ endif()
 # The otelcol entry carries a hash of its build recipe, as scripts/build-peers.sh names it.
 file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go _gpuscope_otelcol_hash)
 string(SUBSTRING "${_gpuscope_otelcol_hash}" 0 12 _gpuscope_otelcol_hash)
+file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/rw_compliance/compliance_test.go _gpuscope_rwc_hash)
+string(SUBSTRING "${_gpuscope_rwc_hash}" 0 12 _gpuscope_rwc_hash)
 
 # A path found for another version (the pin changed since the last configure) is looked up again.
 function(_gpuscope_require_peer var program dir)
@@ -45,3 +48,7 @@ _gpuscope_require_peer(GPUSCOPE_PROMTOOL3_BIN promtool
                        ${_gpuscope_peers_cache}/prometheus-${_gpuscope_PROMETHEUS3_version})
 _gpuscope_require_peer(GPUSCOPE_OTELCOL_BIN otelcol
                        ${_gpuscope_peers_cache}/otelcol-${_gpuscope_OTELCOL_version}-${_gpuscope_otelcol_hash})
+_gpuscope_require_peer(GPUSCOPE_RWCOMPLIANCE_BIN rw-compliance.test
+                       ${_gpuscope_peers_cache}/rw-compliance-${_gpuscope_RWCOMPLIANCE_version}-${_gpuscope_rwc_hash})
+_gpuscope_require_peer(GPUSCOPE_TEST2JSON_BIN test2json
+                       ${_gpuscope_peers_cache}/rw-compliance-${_gpuscope_RWCOMPLIANCE_version}-${_gpuscope_rwc_hash})

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics,
-# Prometheus 3, an OpenTelemetry Collector) from the Go module versions pinned in scripts/versions.env,
-# once per machine, into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
+# Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite) from the Go module
+# versions pinned in scripts/versions.env, once per machine, into
+# ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
 # old one. Each build happens in a throwaway module directory (go mod init; go get MODULE@VERSION;
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
-# Usage: scripts/build-peers.sh [name...]   (names: victoria-logs victoria-metrics prometheus3 otelcol)
+# Usage: scripts/build-peers.sh [name...]
+#   (names: victoria-logs victoria-metrics prometheus3 otelcol rw-compliance)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,9 @@ export GOTOOLCHAIN=local GOFLAGS="-trimpath -mod=mod"
 # main.go builds anew.
 otelcol_main=$root/tests/tools/otelcol/main.go
 otelcol_key=$OTELCOL_VERSION-$(sha256sum "$otelcol_main" | cut -c1-12)
+# Likewise the compliance suite's adapter (a _test.go file built with go test -c).
+rwc_test=$root/tests/tools/rw_compliance/compliance_test.go
+rwc_key=$RWCOMPLIANCE_VERSION-$(sha256sum "$rwc_test" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -28,6 +33,7 @@ peer_dir() {
     victoria-metrics) echo "$cache/victoria-metrics-$VICTORIAMETRICS_VERSION" ;;
     prometheus3) echo "$cache/prometheus-$PROMETHEUS3_VERSION" ;;
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
+    rw-compliance) echo "$cache/rw-compliance-$rwc_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -82,6 +88,13 @@ build_peer() {
           exit 1
         fi
         ;;
+      rw-compliance)
+        cp "$rwc_test" compliance_test.go
+        go get "$RWCOMPLIANCE_MODULE@$RWCOMPLIANCE_VERSION"
+        go test -c -o "$tmp/out/rw-compliance.test" .
+        # go test -json's converter, so that running the suite needs no go tool.
+        go build -o "$tmp/out/test2json" cmd/test2json
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -97,7 +110,7 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics rw-compliance)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

@@ -136,9 +136,11 @@ Status ApplyFlagValue(const OptionSpec& option, const std::string& value, AgentC
 
 bool IsSwitch(const OptionSpec& option) { return std::holds_alternative<bool AgentConfig::*>(option.field); }
 
-// --collector.NAME, --no-collector.NAME, --collector.NAME.interval=DUR
+// --collector.NAME, --no-collector.NAME, --collector.NAME.interval=DUR (other --collector.NAME.X flags
+// are options of the table, e.g. --collector.textfile.directory)
 std::optional<Status> ApplyCollectorFlag(std::string_view name, const std::optional<std::string>& value,
                                          bool* consumed_value, AgentConfig* config) {
+  if (FindByFlag(name) != nullptr) return std::nullopt;  // a collector's own option in the table
   bool negate = false;
   if (name.starts_with("no-collector.")) {
     negate = true;

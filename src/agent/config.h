@@ -63,6 +63,9 @@ struct AgentConfig {
   // training collector (off by default until the mixin uses it): the ranks' own timing
   std::string training_socket = "/run/gpuscope/training.sock";
   std::chrono::milliseconds training_hang_after{60000};
+  // textfile collector: *.prom files of site scripts (node_exporter's --collector.textfile.directory)
+  std::string textfile_directory;  // empty: nothing read
+  int textfile_max_file_kib = 4096;
 
   // events: sources (all off unless set), checkpoints, what is shipped
   std::string events_kmsg_path;                        // /dev/kmsg on a node

@@ -172,6 +172,17 @@ constexpr OptionSpec kOptions[] = {
      .flag = "training.hang-after",
      .field = &AgentConfig::training_hang_after,
      .help = "A rank behind another on a communicator that has not advanced for this long is hung."},
+    {.yaml = "textfile.directory",
+     .flag = "collector.textfile.directory",
+     .field = &AgentConfig::textfile_directory,
+     .help = "Directory whose *.prom files (text format 0.0.4: counters, gauges, untyped, no timestamps) the "
+             "textfile collector merges into the agent's metrics every cycle; replace files atomically.",
+     .default_text = "none"},
+    {.yaml = "textfile.max_file_kib",
+     .flag = "collector.textfile.max-file-kib",
+     .field = &AgentConfig::textfile_max_file_kib,
+     .help = "A *.prom file larger than this is refused whole (gpuscope_textfile_files_refused_total).",
+     .min = 1},
 
     {.yaml = "events.kmsg_path",
      .flag = "events.kmsg-path",
@@ -385,9 +396,15 @@ constexpr bool NoKeyIsAlsoASection() {
 }
 
 // "--no-X" negates a switch and "--collector.NAME" belongs to the collector registry.
+// The derived flags are --no-X, --collector.NAME and --collector.NAME.interval; a collector's own option
+// may be --collector.NAME.OPTION (node_exporter's --collector.textfile.directory).
 constexpr bool NoFlagCollidesWithDerivedFlags() {
   for (const OptionSpec& option : kOptions) {
-    if (option.flag.starts_with("no-") || option.flag.starts_with("collector.")) return false;
+    if (option.flag.starts_with("no-")) return false;
+    if (!option.flag.starts_with("collector.")) continue;
+    const std::string_view rest = option.flag.substr(std::string_view("collector.").size());
+    const size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || dot == 0 || rest.substr(dot + 1) == "interval") return false;
   }
   return true;
 }
@@ -407,7 +424,8 @@ constexpr bool ValidationFitsTheType() {
 static_assert(EveryOptionIsReachable(), "an option needs a YAML key or a flag, and a help text");
 static_assert(NoTwoOptionsShareAKeyAFlagOrAField(), "two options share a YAML key, a flag or a field");
 static_assert(NoKeyIsAlsoASection(), "a YAML key is also the section of another key (use KEY.enabled)");
-static_assert(NoFlagCollidesWithDerivedFlags(), "flags starting with no- or collector. are reserved");
+static_assert(NoFlagCollidesWithDerivedFlags(),
+              "flags --no-X, --collector.NAME and --collector.NAME.interval are reserved");
 static_assert(ValidationFitsTheType(),
               "choices are for strings, check for strings and lists, min for integers");
 

@@ -10,6 +10,7 @@
 #include "src/collectors/process/process_collector.h"
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
 #include "src/collectors/training/training_collector.h"
+#include "src/collectors/textfile/textfile_collector.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {
@@ -106,6 +107,19 @@ CollectorRegistry MakeBuiltins() {
            options.state.hang_after_ns =
                std::chrono::duration_cast<std::chrono::nanoseconds>(config.training_hang_after).count();
            return std::make_unique<TrainingCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"textfile",
+         "Metrics site scripts write as *.prom files (text format 0.0.4) into "
+         "--collector.textfile.directory, as node_exporter's textfile collector reads them",
+         true, std::chrono::seconds(15),
+         [](const AgentConfig& config, const CollectorContext&) -> std::unique_ptr<Collector> {
+           TextfileCollectorOptions options;
+           options.directory = config.textfile_directory;
+           options.max_file_bytes = static_cast<size_t>(config.textfile_max_file_kib) * 1024;
+           return std::make_unique<TextfileCollector>(options);
          }});
   }
   if (!status.ok()) std::abort();  // duplicate built-in names are a programming error

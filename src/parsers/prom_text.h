@@ -1,0 +1,35 @@
+// Parses the Prometheus text exposition format 0.0.4 as node_exporter's textfile collector reads it
+// (https://prometheus.io/docs/instrumenting/exposition_formats/), into the agent's metric model
+// (src/core/metric.h), for the textfile collector (src/collectors/textfile/).
+//
+// Accepted: "# HELP name text" (escapes \\ and \n), "# TYPE name counter|gauge|untyped", other "#" lines
+// (comments), blank lines, and samples "name{label="value",...} value" (label value escapes \\, \" and
+// \n; an optional trailing comma; values are decimal or exponent floats, NaN, +Inf, -Inf). A sample
+// belongs to the family of exactly its name; a name without TYPE is untyped (MetricType::kUnknown).
+// Refused with an error naming the line: invalid UTF-8; a histogram or summary TYPE (the agent's metric
+// model has neither); an explicit timestamp after the value (the agent stamps every sample with its own
+// clock, as node_exporter refuses them too); HELP or TYPE given twice for a name, or after its first
+// sample; an invalid metric or label name (labels starting "__" included); a label named twice; the
+// same series twice; samples of one family with different label names (the metric model keeps one label
+// set per family). Labels keep the order of the family's first sample.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/core/metric.h"
+
+namespace gpuscope {
+
+struct PromTextParse {
+  std::vector<MetricFamily> families;  // in order of first appearance; help empty where none was given
+  std::string error;                   // "line N: what is wrong"; empty on success (families are then valid)
+};
+
+// All of `text` or nothing: on an error `families` is empty.
+PromTextParse ParsePromText(std::string_view text);
+
+}  // namespace gpuscope
