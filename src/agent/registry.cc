@@ -9,8 +9,8 @@
 #include "src/collectors/infiniband/infiniband_collector.h"
 #include "src/collectors/process/process_collector.h"
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
-#include "src/collectors/training/training_collector.h"
 #include "src/collectors/textfile/textfile_collector.h"
+#include "src/collectors/training/training_collector.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {
