@@ -41,6 +41,7 @@ packages=(
   openssl                  # self-signed certificates in TLS tests
   python3                  # fallback interpreter for the test helpers' virtual environment (pyenv's is used when on PATH)
   python3-venv             # creates the project virtual environment (.venv) from Debian's python3
+  python3-torch            # PyTorch 1.13 (CPU, gloo) for Debian's python3: real DistributedDataParallel training in the training-telemetry tests
   libcurl4-openssl-dev     # libcurl: the push sinks' HTTP client (proxies, HTTP/2, TLS)
   tinyproxy                # a real HTTP proxy (CONNECT and absolute-form) for the push client's proxy tests
   nghttp2-server           # nghttpd: a real HTTP/2 server (ALPN h2) for the push client's HTTP/2 tests

@@ -32,6 +32,8 @@ from . import _wire
 DEFAULT_SOCKET = "/run/gpuscope/training.sock"
 # After a send that found no agent, records are dropped (counted) without a system call for this long.
 QUIET_AFTER_NO_AGENT_S = 5.0
+# Records of collectives entered but not completed are sent at least this often, step or no step.
+FLUSH_IN_FLIGHT_S = 2.0
 
 _RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
@@ -78,6 +80,8 @@ class Session:
         self._pending_bytes = 0
         self._quiet_until = 0.0
         self._step = 0
+        self._flusher = None
+        self._closed = threading.Event()
         self._hello = _wire.hello(self.rank, self.local_rank, self.world_size, self.job)
         try:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
@@ -129,8 +133,15 @@ class Session:
             with self._lock:
                 self.dropped += 1
 
+    def collective_entered(self, op, nbytes, begin_ns, comm=0, seq=0, nranks=0):
+        """Records that this rank entered a collective (end 0: not completed yet). Sent within
+        FLUSH_IN_FLIGHT_S even when no step ends, so that the agent sees which ranks moved on to the next
+        collective and which did not (a hang)."""
+        self.collective(op, nbytes, begin_ns, 0, comm, seq, nranks)
+        self._start_flusher()
+
     def collective(self, op, nbytes, begin_ns, end_ns, comm=0, seq=0, nranks=0):
-        """Records one collective timed by the caller (the PyTorch helper); end_ns 0: never completed."""
+        """Records one collective timed by the caller (the PyTorch helper); end_ns 0: entered, not completed."""
         code = _wire.OPS.get(op, 255) if isinstance(op, str) else int(op)
         try:
             self._add(_wire.collective(int(comm) & 0xFFFFFFFFFFFFFFFF, int(seq), code & 0xFF, int(nbytes),
@@ -153,6 +164,17 @@ class Session:
         with self._lock:
             self._send_locked()
 
+    def _start_flusher(self):
+        with self._lock:
+            if self._flusher is not None:
+                return
+            self._flusher = threading.Thread(target=self._flush_periodically, name="gpuscope-flush", daemon=True)
+        self._flusher.start()
+
+    def _flush_periodically(self):
+        while not self._closed.wait(FLUSH_IN_FLIGHT_S):
+            self.flush()
+
     def _send_locked(self):
         records, self._pending, self._pending_bytes = self._pending, [], 0
         if not records:
@@ -173,6 +195,7 @@ class Session:
             self.dropped += len(records)
 
     def close(self):
+        self._closed.set()
         self.flush()
         if self._sock is not None:
             self._sock.close()

@@ -46,7 +46,7 @@ struct TrainingCollective {
   uint64_t bytes = 0;
   int32_t nranks = 0;
   uint64_t begin_ns = 0;
-  uint64_t end_ns = 0;  // 0: never completed
+  uint64_t end_ns = 0;  // 0: entered, not completed (producers send entry and completion as two records)
 };
 
 enum class TrainingMarkKind : uint8_t { kCheckpoint = 1, kDataloaderWait = 2, kGradNorm = 3 };

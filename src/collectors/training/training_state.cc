@@ -41,7 +41,7 @@ enum FamilyId {
   kInStepCollectiveSeconds,
   kCollectives,
   kCollectiveSeconds,
-  kIncomplete,
+  kEntered,
   kLoaderWait,
   kCheckpoints,
   kCheckpointSeconds,
@@ -90,10 +90,11 @@ const std::array<Family, kFamilyCount>& Families() {
        "seconds",
        "Time in completed collectives of the rank by operation and size class.",
        {"op", "size"}},
-      {"gpuscope_training_collectives_incomplete_total",
+      {"gpuscope_training_collectives_entered_total",
        MetricType::kCounter,
        "",
-       "Collectives the producer reported without a completion.",
+       "Collectives the rank reported entering (before their completion, which the producers report "
+       "separately): the sequence numbers of the hang wavefront advance with them.",
        {}},
       {"gpuscope_training_dataloader_wait_seconds_total",
        MetricType::kCounter,
@@ -185,8 +186,9 @@ void TrainingState::Apply(const TrainingIdentity& who, const TrainingDatagram& d
 }
 
 void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
-  if (collective.end_ns == 0) {
-    ++rank.incomplete_collectives;
+  AdvanceProgress(rank, collective, now_ns);
+  if (collective.end_ns == 0) {  // entered, not completed (yet)
+    ++rank.entered_collectives;
     return;
   }
   CollectiveTotals& totals =
@@ -195,7 +197,9 @@ void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collec
   totals.seconds += Seconds(collective.begin_ns, collective.end_ns);
   rank.recent_collectives.push_back({collective.begin_ns, collective.end_ns});
   if (rank.recent_collectives.size() > options_.collectives_kept) rank.recent_collectives.pop_front();
+}
 
+void TrainingState::AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
   auto it = rank.communicators.find(collective.comm);
   if (it == rank.communicators.end()) {
     if (rank.communicators.size() >= options_.max_communicators) {
@@ -214,13 +218,23 @@ void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collec
 
 void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
   const double duration = Seconds(step.begin_ns, step.end_ns);
-  double inside = 0;
+  // The union of the collectives' time within the step: concurrent ones (DDP's buckets) count once.
+  std::vector<Interval> within;
   for (const Interval& c : rank.recent_collectives) {
     const uint64_t begin = std::max(c.begin_ns, step.begin_ns);
     const uint64_t end = std::min(c.end_ns, step.end_ns);
-    inside += Seconds(begin, end);
+    if (end > begin) within.push_back({begin, end});
   }
-  inside = std::min(inside, duration);  // overlapping collectives (several streams) count once at most
+  std::sort(within.begin(), within.end(),
+            [](const Interval& a, const Interval& b) { return a.begin_ns < b.begin_ns; });
+  double inside = 0;
+  uint64_t covered_to = 0;
+  for (const Interval& c : within) {
+    const uint64_t begin = std::max(c.begin_ns, covered_to);
+    if (c.end_ns > begin) inside += Seconds(begin, c.end_ns);
+    covered_to = std::max(covered_to, c.end_ns);
+  }
+  inside = std::min(inside, duration);
   ++rank.steps;
   rank.samples += step.samples;
   rank.step_seconds += duration;
@@ -308,7 +322,7 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       families[kCollectives].samples.emplace_back(labels, static_cast<double>(totals.count));
       families[kCollectiveSeconds].samples.emplace_back(labels, totals.seconds);
     }
-    add(kIncomplete, static_cast<double>(rank.incomplete_collectives));
+    add(kEntered, static_cast<double>(rank.entered_collectives));
     add(kLoaderWait, rank.dataloader_wait_seconds);
     add(kCheckpoints, static_cast<double>(rank.checkpoints));
     add(kCheckpointSeconds, rank.checkpoint_seconds);

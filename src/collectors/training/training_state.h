@@ -6,13 +6,14 @@
 // from the datagram's claims. Per rank: step, sample and time counters; the time inside collectives
 // within each step (the collectives that began and ended inside it, as known when the step's record
 // arrives) and outside them (compute and data loading); collectives by operation and size class;
-// data-loader wait, checkpoints and the gradient norm; per communicator the last completed sequence
-// number and when it advanced. From these, per job on this node:
+// data-loader wait, checkpoints and the gradient norm; per communicator the last sequence number the rank
+// entered (a record without completion: producers report entry first, so that a hang shows) or completed,
+// and when it advanced. From these, per job on this node:
 //   - the relative score of each rank: the fastest local rank's median time outside collectives over the
 //     last `score_window` steps, divided by this rank's (in (0, 1], lower is slower). In synchronous
 //     training the step time is the same on every rank; the time outside collectives is not.
 //   - hung ranks: per communicator, a rank whose sequence number is behind another local rank's and has
-//     not advanced for `hang_after`.
+//     not advanced for `hang_after`: the others entered a collective this one never did (the wavefront).
 // Memory is bounded per rank (a window of recent collectives and compute times, at most
 // `max_communicators` communicators); a rank silent for `rank_expiry` is forgotten, and so are its series.
 //
@@ -82,7 +83,7 @@ class TrainingState {
   struct Progress {
     uint64_t seq = 0;
     int64_t advanced_ns = 0;  // agent time when seq last grew
-    uint8_t op = 0;           // of the last completed collective
+    uint8_t op = 0;           // of the latest collective
   };
   struct Rank {
     std::string gpu, uuid;
@@ -92,7 +93,7 @@ class TrainingState {
     std::deque<double> recent_compute;  // seconds outside collectives, last score_window steps
     std::deque<Interval> recent_collectives;
     std::map<std::pair<uint8_t, std::string_view>, CollectiveTotals> collectives;
-    uint64_t incomplete_collectives = 0;
+    uint64_t entered_collectives = 0;
     double dataloader_wait_seconds = 0;
     uint64_t checkpoints = 0;
     double checkpoint_seconds = 0, checkpoint_bytes = 0, last_checkpoint_seconds = 0;
@@ -103,6 +104,7 @@ class TrainingState {
   using Key = std::pair<std::string, int32_t>;  // (job, rank)
 
   void ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
+  void AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
   void ApplyStep(Rank& rank, const TrainingStep& step);
   void ApplyMark(Rank& rank, const TrainingMark& mark);
   static double Median(std::deque<double> values);

@@ -115,6 +115,47 @@ TEST(TrainingState, ARankBehindOnACommunicatorIsHungOnlyAfterTheThreshold) {
   EXPECT_EQ(late["gpuscope_training_collective_seq"].at("rank=0,comm=0x0000000000c0ffee,"), 10);
 }
 
+TEST(TrainingState, ARankThatNeverEntersTheNextCollectiveIsHungWhileTheOthersWaitInside) {
+  TrainingStateOptions options;
+  options.hang_after_ns = 60 * kSecond;
+  TrainingState state(options);
+  const int64_t t0 = static_cast<int64_t>(kT0);
+  // All complete seq 4; ranks 0 and 1 enter seq 5 (blocked: rank 2 never calls it), nothing completes.
+  for (int32_t rank = 0; rank < 3; ++rank) state.Apply(Rank(rank), Step(4, kT0, 1, 0.5, 4), t0);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    TrainingDatagram entered;
+    TrainingCollective c;
+    c.comm = 0xC0FFEE;
+    c.seq = 5;
+    c.begin_ns = kT0 + 2 * kSecond;
+    entered.collectives.push_back(c);  // end 0: entered
+    state.Apply(Rank(rank), entered, t0 + 2 * kSecond);
+  }
+  auto late = Render(state, t0 + 70 * kSecond);
+  const auto& hung = late["gpuscope_training_rank_hung"];
+  EXPECT_EQ(hung.at("rank=2,comm=0x0000000000c0ffee,"), 1);
+  EXPECT_EQ(hung.at("rank=0,comm=0x0000000000c0ffee,"), 0);
+  EXPECT_EQ(hung.at("rank=1,comm=0x0000000000c0ffee,"), 0);
+  EXPECT_EQ(late["gpuscope_training_collectives_entered_total"].at("rank=0,"), 1);
+}
+
+TEST(TrainingState, ConcurrentCollectivesInAStepCountOnce) {
+  TrainingState state({});
+  TrainingDatagram datagram;
+  // Two buckets all-reduced at once, [0.4, 0.9] and [0.5, 1.0] of a 1 s step: 0.6 s inside, 0.4 outside.
+  for (auto [begin, end] : {std::pair{0.4, 0.9}, std::pair{0.5, 1.0}}) {
+    TrainingCollective c;
+    c.begin_ns = kT0 + static_cast<uint64_t>(begin * kSecond);
+    c.end_ns = kT0 + static_cast<uint64_t>(end * kSecond);
+    datagram.collectives.push_back(c);
+  }
+  datagram.steps.push_back({0, kT0, kT0 + kSecond, 1});
+  state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=0,"), 0.6, 1e-9);
+  EXPECT_NEAR(families["gpuscope_training_compute_seconds_total"].at("rank=0,"), 0.4, 1e-9);
+}
+
 TEST(TrainingState, MarksAddUpAndANonFiniteGradNormIsIgnored) {
   TrainingState state({});
   TrainingDatagram datagram;
@@ -157,7 +198,7 @@ TEST(TrainingState, HostileTimesAndCountsStayFiniteAndBounded) {
   EXPECT_EQ(families["gpuscope_training_collective_seq"].size(), 8u);
   EXPECT_EQ(families["gpuscope_training_collectives_total"].at("rank=0,op=other,size=lt_1MiB,"), 1000);
   EXPECT_EQ(families["gpuscope_training_collective_seconds_total"].at("rank=0,op=other,size=lt_1MiB,"), 0);
-  EXPECT_EQ(families["gpuscope_training_collectives_incomplete_total"].at("rank=0,"), 1);
+  EXPECT_EQ(families["gpuscope_training_collectives_entered_total"].at("rank=0,"), 1);
   EXPECT_EQ(families["gpuscope_training_step_seconds_total"].at("rank=0,"), 0);
   for (const auto& [family, samples] : families) {
     for (const auto& [labels, value] : samples) EXPECT_TRUE(std::isfinite(value)) << family << labels;
