@@ -122,13 +122,46 @@ SlurmEnviron ParseSlurmEnviron(std::string_view content) {
   return out;
 }
 
+namespace {
+
+// "0,1,3" -> {"0", "1", "3"}; empty unless every element is digits (at most 16 of them).
+std::vector<std::string> GpuIndexList(std::string_view value) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= value.size() && out.size() <= 16) {
+    size_t comma = value.find(',', pos);
+    if (comma == std::string_view::npos) comma = value.size();
+    const std::string_view item = value.substr(pos, comma - pos);
+    if (!IsDigits(item)) return {};
+    out.emplace_back(item);
+    pos = comma + 1;
+  }
+  return out.size() > 16 ? std::vector<std::string>{} : out;
+}
+
+// The first non-empty of `values`, in the order of preference.
+template <size_t N>
+std::string_view First(const std::string_view (&values)[N]) {
+  for (std::string_view value : values) {
+    if (!value.empty()) return value;
+  }
+  return {};
+}
+
+}  // namespace
+
 TrainingEnviron ParseTrainingEnviron(std::string_view content) {
   // Names in order of preference; the first occurrence of each name wins, as with getenv().
   static constexpr std::string_view kRankNames[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
                                                     "PMI_RANK"};
-  static constexpr std::string_view kJobNames[] = {"SLURM_JOB_ID", "GPUSCOPE_JOB_ID"};
+  static constexpr std::string_view kLocalNames[] = {"LOCAL_RANK", "SLURM_LOCALID",
+                                                     "OMPI_COMM_WORLD_LOCAL_RANK"};
+  static constexpr std::string_view kGpuNames[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
+                                                   "CUDA_VISIBLE_DEVICES"};
   std::string_view ranks[std::size(kRankNames)];
-  std::string_view jobs[std::size(kJobNames)];
+  std::string_view locals[std::size(kLocalNames)];
+  std::string_view gpus[std::size(kGpuNames)];
+  std::string_view slurm_job, named_job;
   const bool cut = content.size() > kMaxEnvironBytes;
   content = content.substr(0, kMaxEnvironBytes);
   size_t pos = 0;
@@ -146,22 +179,20 @@ TrainingEnviron ParseTrainingEnviron(std::string_view content) {
     for (size_t i = 0; i < std::size(kRankNames); ++i) {
       if (name == kRankNames[i] && ranks[i].empty() && IsDigits(value)) ranks[i] = value;
     }
-    if (name == kJobNames[0] && jobs[0].empty() && IsDigits(value)) jobs[0] = value;
-    if (name == kJobNames[1] && jobs[1].empty() && IsCleanText(value, 128)) jobs[1] = value;
+    for (size_t i = 0; i < std::size(kLocalNames); ++i) {
+      if (name == kLocalNames[i] && locals[i].empty() && IsDigits(value)) locals[i] = value;
+    }
+    for (size_t i = 0; i < std::size(kGpuNames); ++i) {
+      if (name == kGpuNames[i] && gpus[i].empty() && !GpuIndexList(value).empty()) gpus[i] = value;
+    }
+    if (name == "SLURM_JOB_ID" && slurm_job.empty() && IsDigits(value)) slurm_job = value;
+    if (name == "GPUSCOPE_JOB_ID" && named_job.empty() && IsCleanText(value, 128)) named_job = value;
   }
   TrainingEnviron out;
-  for (std::string_view rank : ranks) {
-    if (!rank.empty()) {
-      out.rank = std::string(rank);
-      break;
-    }
-  }
-  for (std::string_view job : jobs) {
-    if (!job.empty()) {
-      out.job = std::string(job);
-      break;
-    }
-  }
+  out.rank = std::string(First(ranks));
+  out.local_rank = std::string(First(locals));
+  out.job = std::string(slurm_job.empty() ? named_job : slurm_job);
+  out.gpus = GpuIndexList(First(gpus));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuscope {
 
@@ -45,12 +46,18 @@ SlurmEnviron ParseSlurmEnviron(std::string_view content);
 
 // What a training process's launcher put in its environment, for the training source to check a rank's
 // claims against (docs/design/training.md). Only these names are read, in this order of preference:
-//   rank: RANK (torchrun), SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK (digits);
-//   job:  SLURM_JOB_ID (digits), else GPUSCOPE_JOB_ID (printable text, at most 128 bytes).
+//   rank:       RANK (torchrun), SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK (digits);
+//   local_rank: LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK (digits);
+//   job:        SLURM_JOB_ID (digits), else GPUSCOPE_JOB_ID (printable text, at most 128 bytes);
+//   gpus:       SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES: the first that is a comma-separated
+//               list of GPU indices (Slurm's are the node's indices; CUDA_VISIBLE_DEVICES may be renumbered
+//               by the device cgroup or hold UUIDs, which are skipped).
 // Same input rules as ParseSlurmEnviron: bounded, first occurrence wins, invalid values dropped.
 struct TrainingEnviron {
   std::string rank;  // empty when none of the names holds digits
+  std::string local_rank;
   std::string job;
+  std::vector<std::string> gpus;  // indices, in the order the launcher listed them
 };
 TrainingEnviron ParseTrainingEnviron(std::string_view content);
 

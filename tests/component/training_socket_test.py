@@ -4,7 +4,7 @@ collector, end to end (python/gpuscope -> unix datagram socket -> the agent -> /
 Two rank processes, launched as torchrun launches them (RANK, WORLD_SIZE in their environment), run
 synchronous-looking steps of the same length: rank 1 spends 40 ms of each 60 ms step on its own work,
 rank 0 10 ms, the rest "in a collective". The agent must count every step under the rank the kernel-named
-process has, score rank 1 as the straggler although its step time equals rank 0's, and reject a datagram
+process has (and the GPU its launcher gave its local rank, with that GPU's UUID and the node's Hostname), score rank 1 as the straggler although its step time equals rank 0's, and reject a datagram
 that claims a job its sender is not in.
 
 Usage: training_socket_test.py AGENT SIM_LIBRARY REPO_ROOT"""
@@ -79,7 +79,8 @@ class TrainingSocket(unittest.TestCase):
         ranks = []
         for rank, own_work in ((0, 0.010), (1, 0.040)):
             env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "GPUSCOPE_"))}
-            env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", GPUSCOPE_TRAINING_SOCKET=self.socket)
+            env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", GPUSCOPE_TRAINING_SOCKET=self.socket,
+                       CUDA_VISIBLE_DEVICES="5,6")
             ranks.append(subprocess.Popen([sys.executable, script, os.path.join(ROOT, "python"), str(own_work)],
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         for process in ranks:
@@ -95,6 +96,13 @@ class TrainingSocket(unittest.TestCase):
         self.assertEqual(score[("", "0")], 1.0)
         self.assertLess(score[("", "1")], 0.5, score)  # own work 10 vs 40 ms: about 0.25
         self.assertGreater(score[("", "1")], 0.1, score)
+        # No simulated GPU runs these processes: the GPU is the launcher's list at the local rank.
+        gpus = {}
+        for (name, labels), _ in harness.parse_exposition(self.agent.metrics()).items():
+            labels = dict(labels)
+            if name == "gpuscope_training_steps_total":
+                gpus[labels["rank"]] = (labels["gpu"], labels["UUID"].startswith("GPU-"), labels["Hostname"])
+        self.assertEqual(gpus, {"0": ("5", True, "sim-node"), "1": ("6", True, "sim-node")})
         step_seconds = training_samples(self.agent, "gpuscope_training_step_seconds_total")
         self.assertAlmostEqual(step_seconds[("", "0")] / STEPS, step_seconds[("", "1")] / STEPS, delta=0.02,
                                msg="the step time cannot tell the straggler")

@@ -195,11 +195,22 @@ std::optional<TrainingIdentity> TrainingCollector::IdentifyFromProc(uint32_t pid
   identity.rank = ParseRank(env.rank).value_or(-1);
   if (options_.node != nullptr) {
     const auto inventory = options_.node->gpus().Current();
+    // The GPU NVML shows the process on; else the one its launcher gave its local rank (a process that
+    // has not created its CUDA context yet, or one NVML cannot see from a container).
+    std::optional<uint32_t> gpu;
     for (const GpuProcessObservation& process : inventory->processes) {
-      if (process.pid != pid) continue;
-      identity.gpu = std::to_string(process.gpu);
-      if (const GpuDeviceInventory* device = inventory->Device(process.gpu)) identity.uuid = device->uuid;
-      break;
+      if (process.pid == pid) {
+        gpu = process.gpu;
+        break;
+      }
+    }
+    const std::optional<int32_t> local = ParseRank(env.local_rank);
+    if (!gpu && local && static_cast<size_t>(*local) < env.gpus.size()) {
+      if (const auto index = ParseRank(env.gpus[*local])) gpu = static_cast<uint32_t>(*index);
+    }
+    if (gpu) {
+      identity.gpu = std::to_string(*gpu);
+      if (const GpuDeviceInventory* device = inventory->Device(*gpu)) identity.uuid = device->uuid;
     }
   }
   return identity;

@@ -2,7 +2,8 @@
 // (--training.socket, default /run/gpuscope/training.sock, mode 0666) with SO_PASSCRED, and a thread of
 // its own receives every datagram with the sender's pid as the kernel gives it. The pid is resolved to
 // the process's job (its Slurm cgroup, else SLURM_JOB_ID / GPUSCOPE_JOB_ID from its environ), rank (RANK,
-// SLURM_PROCID, ... from its environ) and GPU (the GPU inventory's processes); a datagram whose hello
+// SLURM_PROCID, ... from its environ) and GPU (the GPU inventory's processes, else its launcher's GPU list
+// at its local rank: SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES); a datagram whose hello
 // claims another job or rank is rejected and counted, as are malformed, oversized and credential-less
 // ones. Accepted datagrams feed a TrainingState; Collect() renders it and the source's own counters.
 //

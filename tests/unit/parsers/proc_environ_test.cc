@@ -133,6 +133,18 @@ TEST(ProcEnvironTest, TrainingRankPrefersTorchrunThenSlurmThenMpi) {
   EXPECT_EQ(ParseTrainingEnviron(Env({"HOME=/root"})).rank, "");
 }
 
+TEST(ProcEnvironTest, TrainingGpusPreferSlurmsNodeIndicesAndSkipUuids) {
+  TrainingEnviron env = ParseTrainingEnviron(
+      Env({"CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=4,5", "LOCAL_RANK=1", "SLURM_LOCALID=0"}));
+  EXPECT_EQ(env.gpus, (std::vector<std::string>{"4", "5"}));
+  EXPECT_EQ(env.local_rank, "1");
+  EXPECT_EQ(ParseTrainingEnviron(Env({"CUDA_VISIBLE_DEVICES=GPU-1234,GPU-5678"})).gpus,
+            std::vector<std::string>{});
+  EXPECT_EQ(ParseTrainingEnviron(Env({"CUDA_VISIBLE_DEVICES=GPU-1", "SLURM_JOB_GPUS=2"})).gpus,
+            std::vector<std::string>{"2"});
+  EXPECT_EQ(ParseTrainingEnviron(Env({"CUDA_VISIBLE_DEVICES=1,,2"})).gpus, std::vector<std::string>{});
+}
+
 TEST(ProcEnvironTest, TrainingJobIsSlurmsElseTheExplicitOne) {
   EXPECT_EQ(ParseTrainingEnviron(Env({"GPUSCOPE_JOB_ID=finetune-7", "SLURM_JOB_ID=42"})).job, "42");
   EXPECT_EQ(ParseTrainingEnviron(Env({"GPUSCOPE_JOB_ID=finetune-7"})).job, "finetune-7");
