@@ -33,7 +33,7 @@ generated = False  # whether setUpModule generated MIXIN (then tearDownModule re
 NODES = (
     fleet.Node("node-faults", "h100-faults.yaml", fleet.Job(501, "carol", "vision", "train", "vit"), speed=5),
     fleet.Node("node-nvlink", "h100-nvlink-crc-incident.yaml", fleet.Job(502, "bob", "llm", "train", "pretrain"),
-               speed=30),
+               speed=30, trainer_ranks=8, slow_gpu=3),
     fleet.Node("node-idle", "h100-allocated-idle.yaml", fleet.Job(503, "dave", "research", "interactive", "nb"),
                speed=30),
     fleet.Node("node-crash", "h100-training.yaml", fleet.Job(504, "alice", "llm", "train", "finetune"), speed=30),
@@ -57,6 +57,10 @@ EXPECTED = (
                                "team": "infra"}, "infra-ticket"),
     ("GpuXidCritical", {"Hostname": "node-nvlink", "gpu": "3", "xid": "74", "action": "reset_gpu",
                         "severity": "page"}, "infra-page"),
+    # The capstone incident: the job's rank on the GPU with the bad NVLink link slows (demo_trainer.py), and
+    # the straggler alert names job, rank, node, GPU and the NVLink errors as the likely cause.
+    ("GpuTrainingStraggler", {"Hostname": "node-nvlink", "gpu": "3", "rank": "3", "hpc_job": "502", "owner": "bob",
+                              "severity": "ticket", "team": "ml-platform"}, "job-owner"),
     ("GpuAllocatedIdle", {"Hostname": "node-idle", "gpu": "0", "severity": "ticket", "team": "ml-platform",
                           "owner": "dave", "account": "research", "hpc_job": "503"}, "job-owner"),
     ("GpuscopeAgentDown", {"Hostname": "node-crash", "severity": "ticket", "team": "infra"}, "infra-ticket"),
@@ -116,6 +120,12 @@ class AlertsFromSimulatedFaults(unittest.TestCase):
                 held = self.firing(alertname=alertname, **labels)
                 self.assertTrue(held, "Alertmanager no longer holds the alert")
                 self.assertEqual({r["name"] for a in held for r in a["receivers"]}, {receiver})
+
+    def test_the_capstone_straggler_is_the_rank_on_the_bad_link_and_names_its_nvlink_errors(self):
+        held = self.firing(alertname="GpuTrainingStraggler", Hostname="node-nvlink")
+        self.assertEqual({(a["labels"]["rank"], a["labels"]["gpu"]) for a in held}, {("3", "3")}, held)
+        self.assertIn("NVLink errors on this GPU", held[0]["annotations"]["description"])
+        self.assertIn("Rank 3 of job 502 on node-nvlink GPU 3", held[0]["annotations"]["description"])
 
     def test_every_alert_carries_the_labels_and_annotations_routing_needs(self):
         for alert in self.alertmanager.alerts():

@@ -53,6 +53,11 @@ class Node:
     speed: float = None  # simulated seconds per real second for this node; default the fleet's
     args: tuple = ()  # extra agent flags
     env: tuple = ()  # extra environment, "NAME=value"
+    # Ranks of the job's synthetic training run (tests/integration/demo_trainer.py, one process per GPU of
+    # the job) reporting to the agent's training collector; 0: none. slow_gpu: the GPU whose rank slows when
+    # its NVLink link shows CRC errors (the capstone incident).
+    trainer_ranks: int = 0
+    slow_gpu: int = None
 
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -67,7 +72,8 @@ WITH_HOST_TOPOLOGY = ("--path.sysfs", os.path.join(FIXTURES, "sysfs", "host"),
 DEMO_NODES = (
     Node("gpu-node-01", "h100-training.yaml", Job(4101, "alice", "llm", "train", "llama-finetune"),
          args=WITH_INFINIBAND),
-    Node("gpu-node-02", "h100-nvlink-crc-incident.yaml", Job(4102, "bob", "llm", "train", "pretrain-7b")),
+    Node("gpu-node-02", "h100-nvlink-crc-incident.yaml", Job(4102, "bob", "llm", "train", "pretrain-7b"),
+         trainer_ranks=8, slow_gpu=3),
     # Slower than the rest, so that its faults (15-60 s simulated) fall after Prometheus' first scrapes.
     Node("gpu-node-03", "h100-faults.yaml", Job(4103, "carol", "vision", "train", "vit-huge"), speed=2),
     Node("gpu-node-04", "h100-allocated-idle.yaml", Job(4104, "dave", "research", "interactive", "notebook")),
@@ -247,6 +253,7 @@ class Fleet:
                  speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
         self.agents = {}
+        self.trainers = []  # rank processes of the nodes' synthetic training runs
         self.receiver = None
         self.alertmanager = None
         self.prometheus = None
@@ -261,6 +268,7 @@ class Fleet:
                 listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
                 self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
                                                                [*listen, *extra_agent_args])
+                self._start_trainer(node)
             alerting = ""
             if alertmanager_config:
                 self.receiver = WebhookReceiver(receiver_log or os.path.join(self.workdir, "webhook.log"),
@@ -291,12 +299,35 @@ class Fleet:
             env["GPUSCOPE_SIM_SPEED"] = str(node.speed or speed)
         # The simulated pids are not this machine's processes: a node with a job gets it from the mapping
         # files only (/proc attribution could find strangers); a node without one reads /proc and finds none.
+        training = []
+        if node.trainer_ranks:
+            training = ["--collector.training", "--collector.training.interval=1s",
+                        f"--training.socket={os.path.join(home, 'training.sock')}"]
         return harness.Agent(binary, sim_library, scenario, env=env, extra_args=[
             "--gpu.hostname", node.hostname, "--hpc-job-mapping-dir", jobs,
             "--attribution.device-map-file", os.path.join(home, "devices"),
             f"--attribution.proc={'false' if node.job else 'true'}",
             "--events.file", kernel_log, "--events.state-dir", os.path.join(home, "events"),
-            *node.args, *extra_args])
+            *training, *node.args, *extra_args])
+
+    def _start_trainer(self, node):
+        """The node's synthetic training ranks, launched as srun would (rank, local rank, the job's GPUs)."""
+        if not node.trainer_ranks:
+            return
+        home = os.path.join(self.workdir, node.hostname)
+        socket_path = os.path.join(home, "training.sock")
+        harness.wait_for(lambda: os.path.exists(socket_path), 30, f"{node.hostname}'s training socket")
+        gpus = ",".join(str(g) for g in node.job.gpus[:node.trainer_ranks])
+        for rank in range(node.trainer_ranks):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GPUSCOPE_", "RANK"))}
+            env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(node.trainer_ranks),
+                       SLURM_JOB_ID=str(node.job.job_id), SLURM_STEP_GPUS=gpus,
+                       GPUSCOPE_TRAINING_SOCKET=socket_path,
+                       GPUSCOPE_DEMO_METRICS_URL=self.agents[node.hostname].url + "/metrics",
+                       GPUSCOPE_DEMO_SLOW_GPU="" if node.slow_gpu is None else str(node.slow_gpu))
+            self.trainers.append(subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_trainer.py")],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def kill_agent(self, hostname):
         """SIGKILLs one node's agent (a crashed agent: no clean shutdown)."""
@@ -305,6 +336,9 @@ class Fleet:
         agent.process.wait()
 
     def stop(self):
+        for process in self.trainers:
+            process.kill()
+            process.wait()
         if self.prometheus:
             self.prometheus.stop()
         if self.alertmanager:
@@ -375,7 +409,9 @@ def run_demo_fleet(args, rules_dir, stop):
         print(f"  dashboards     {os.path.join(rules_dir, 'dashboards')}: import into a Grafana with a Prometheus "
               f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(rules_dir, 'grafana')})")
         print(f"\nFaults unfold over the next minutes: XIDs, ECC errors and a GPU off the bus on gpu-node-03 (at "
-              f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02. Notifications are printed as Alertmanager sends them; the firing alerts "
+              f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02, where the rank of job 4102 on GPU 3 "
+              f"then slows (its own work crosses the bad link; the other ranks wait for it in every all-reduce) and "
+              f"GpuTrainingStraggler names it. Notifications are printed as Alertmanager sends them; the firing alerts "
               f"in {args.alerts_after:g} s. Ctrl-C stops everything.\n", flush=True)
         deadline = time.monotonic() + args.alerts_after
         while not stop.wait(1):

@@ -1,6 +1,7 @@
 // Training (stack document): every training job's efficiency side by side (utilisation, the slowest GPU
-// against the job's median, idle allocated GPUs, energy), and the events that interrupt jobs (NCCL,
-// CUDA, out-of-memory, Slurm). Each job links to its L4 view.
+// against the job's median, idle allocated GPUs, energy), the ranks' own timing where jobs report it
+// (straggler score, step time, own work vs waiting, data-loader wait, checkpoints, hung ranks), and the
+// events that interrupt jobs (NCCL, CUDA, out-of-memory, Slurm). Each job links to its L4 view.
 local lib = import 'lib.libsonnet';
 
 function(c)
@@ -64,6 +65,46 @@ function(c)
       lib.timeseries('NVLink traffic by job', [
         lib.target('sum by (%s) (%s)' % [j, c.withOwner('rate(gpuscope_nvlink_data_bytes_total{%s}[$__rate_interval])' % s, jobs)], '{{%s}}' % j),
       ], unit='Bps'),
+
+      lib.row('Ranks (training telemetry)'),
+      lib.timeseries('Straggler score by rank',
+                     [lib.target('rank:training_relative_score:ratio{%s}' % s, '{{%s}} rank {{rank}} ({{Hostname}} GPU {{gpu}})' % j)],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     thresholds=[[0.8, 'red']],
+                     description="Jobs whose ranks report their own timing (the gpuscope Python package, the NCCL plugin): the job's fastest rank's median time outside collectives divided by each rank's. In synchronous training every step takes the slowest rank's time, so step time cannot name it; this can. Under the red line GpuTrainingStraggler fires."),
+      lib.heatmap('Step time by rank',
+                  [lib.target('rate(gpuscope_training_step_seconds_total{%s}[$__rate_interval]) / rate(gpuscope_training_steps_total{%s}[$__rate_interval])' % [s, s], '{{%s}} rank {{rank}}' % j)],
+                  unit='s',
+                  min=0,
+                  max=null,
+                  description='Mean step time of each rank over time: rows that stay alike are synchronous training (the straggler shows in the panels beside, not here); a row that differs is a rank of another job or one that left the job.'),
+      lib.timeseries('Own work share of the step, by rank',
+                     [lib.target('rate(gpuscope_training_compute_seconds_total{%s}[$__rate_interval]) / rate(gpuscope_training_step_seconds_total{%s}[$__rate_interval])' % [s, s], '{{%s}} rank {{rank}}' % j)],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     description='Share of each step spent outside collectives (compute, data loading), the rest waiting in them: the straggler has the largest share, the ranks that wait for it the smallest.'),
+      lib.timeseries('Data-loader wait share, by rank',
+                     [lib.target('rate(gpuscope_training_dataloader_wait_seconds_total{%s}[$__rate_interval]) / rate(gpuscope_training_step_seconds_total{%s}[$__rate_interval])' % [s, s], '{{%s}} rank {{rank}}' % j)],
+                     unit='percentunit',
+                     min=0),
+      lib.timeseries('Mean step time by job',
+                     [lib.target('hpc_job:training_step_seconds:mean_5m{%s}' % (c.sel.agg + ', %s=~"$job"' % j), '{{%s}}' % j)],
+                     unit='s',
+                     min=0),
+      lib.timeseries('Checkpoints: duration of the latest save, by rank',
+                     [lib.target('gpuscope_training_last_checkpoint_duration_seconds{%s}' % s, '{{%s}} rank {{rank}}' % j)],
+                     unit='s',
+                     min=0,
+                     description='The sawtooth of a healthy run: flat between saves; a save that grows longer each time points at the storage.'),
+      lib.timeseries('Hung ranks',
+                     [lib.target('max by (%s, rank, comm) (gpuscope_training_rank_hung{%s})' % [j, s], '{{%s}} rank {{rank}} comm {{comm}}' % j)],
+                     min=0,
+                     max=1,
+                     thresholds=[[1, 'red']],
+                     description='1 while a rank is behind the others on a communicator and has not advanced for the hang threshold (GpuTrainingHang).'),
 
       lib.row('Interruptions'),
       lib.timeseries("Events on the jobs' nodes by class", [
