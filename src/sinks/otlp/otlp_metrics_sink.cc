@@ -29,7 +29,7 @@ Status OtlpMetricsSink::Start() {
     MutexLock lock(&mu_);
     if (running_) return Status::Internal("otlp_metrics already running");
   }
-  if (options_.url.empty()) return Status::InvalidArgument("otlp_metrics needs a URL");
+  if (options_.endpoint.url.empty()) return Status::InvalidArgument("otlp_metrics needs a URL");
   if (options_.snapshots == nullptr) return Status::InvalidArgument("otlp_metrics needs the snapshot store");
   DurableQueueOptions q;
   q.directory = options_.queue_directory;
@@ -42,13 +42,12 @@ Status OtlpMetricsSink::Start() {
   if (!status.ok()) return Status::Unavailable("otlp_metrics queue " + q.directory + ": " + status.message());
 
   PushSinkOptions o;
+  static_cast<PushEndpoint&>(o) = options_.endpoint;
   o.name = std::string(kConsumer);
-  o.url = options_.url;
   o.max_batch_records = 10;  // one interval each: a catch-up request holds ten intervals
   o.max_batch_bytes = 4 << 20;
   o.min_backoff = options_.min_backoff;
   o.max_backoff = options_.max_backoff;
-  o.ca_file = options_.ca_file;
   o.encode = [](const std::vector<std::string>& records) {
     EncodedBody body;
     for (const std::string& record : records) body.body.append(record);  // requests concatenate
@@ -57,7 +56,8 @@ Status OtlpMetricsSink::Start() {
   };
   auto sender = std::make_unique<PushSender>(queue.get(), std::move(o));
   status = sender->Start();
-  if (!status.ok()) return Status::InvalidArgument("otlp_metrics " + options_.url + ": " + status.message());
+  if (!status.ok())
+    return Status::InvalidArgument("otlp_metrics " + options_.endpoint.url + ": " + status.message());
   {
     MutexLock lock(&mu_);
     queue_ = std::move(queue);

@@ -35,11 +35,10 @@
 namespace gpuscope {
 
 struct OtlpMetricsOptions {
-  std::string url;  // required
+  PushEndpoint endpoint;  // the URL (required), headers, TLS and credentials
   std::chrono::milliseconds interval{15000};
   std::vector<OtlpAttribute> resource_attributes;  // service.name, host.name
-  std::string ca_file;
-  std::string queue_directory;  // created if missing
+  std::string queue_directory;                     // created if missing
   uint64_t queue_max_bytes = 256ull << 20;
   const SnapshotStore* snapshots = nullptr;  // outlives the sink
   std::function<int64_t()> now_unix_ms;      // point timestamps; the system clock if empty
@@ -55,8 +54,9 @@ class OtlpMetricsSink final : public PushSink {
   OtlpMetricsSink& operator=(const OtlpMetricsSink&) = delete;
 
   std::string_view Name() const override { return "otlp_metrics"; }
-  // Opens the queue and starts the sender and the producer. InvalidArgument for no URL or a bad URL or CA
-  // file; Unavailable when the queue directory cannot be used. Nothing runs then.
+  // Opens the queue and starts the sender and the producer. InvalidArgument for no URL, a bad URL or an
+  // unreadable TLS, password or token file; Unavailable when the queue directory cannot be used. Nothing runs
+  // then.
   Status Start() override;
   // Stops the producer, then the sender; what is queued stays queued for the next start.
   void Stop() override;

@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "src/core/log.h"
-#include "src/platform/file.h"
 #include "src/sinks/otlp/protowire.h"
 
 namespace gpuscope {
@@ -48,20 +47,12 @@ std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& la
   return key;
 }
 
-std::string TrimmedFile(const std::string& path, bool* ok) {
-  std::string content;
-  *ok = ReadFileInto(path, &content, 64 << 10) == 0;
-  while (!content.empty() && (content.back() == '\n' || content.back() == '\r' || content.back() == ' ')) {
-    content.pop_back();
-  }
-  return content;
-}
-
 }  // namespace
 
 struct RemoteWriteSink::Destination {
   std::string url;
-  std::string consumer;  // queue consumer and the sender's sink label
+  RemoteWriteProtocol mode = RemoteWriteProtocol::kV1;  // as configured; `protocol` is what is used now
+  std::string consumer;                                 // queue consumer and the sender's sink label
   std::unique_ptr<PushSender> sender;
   std::atomic<int> protocol{1};  // what the next request uses: 1 or 2
   mutable Mutex mu;
@@ -99,38 +90,34 @@ Status RemoteWriteSink::Start() {
     MutexLock lock(&mu_);
     if (running_) return Status::Internal("remote_write already running");
   }
-  if (options_.urls.empty()) return Status::InvalidArgument("remote_write needs a URL");
+  if (options_.endpoints.empty()) return Status::InvalidArgument("remote_write needs a URL");
   if (options_.snapshots == nullptr) return Status::InvalidArgument("remote_write needs the snapshot store");
   DurableQueueOptions q;
   q.directory = options_.queue_directory;
   q.max_total_bytes = options_.queue_max_bytes;
   q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
   q.sync = QueueSyncPolicy::kNone;  // synced once per batch (QueueSnapshot)
-  for (size_t i = 0; i < options_.urls.size(); ++i)
+  for (size_t i = 0; i < options_.endpoints.size(); ++i)
     q.consumers.push_back("remote_write_" + std::to_string(i));
   std::unique_ptr<DurableQueue> queue;
   Status status = DurableQueue::Open(q, &queue);
   if (!status.ok()) return Status::Unavailable("remote_write queue " + q.directory + ": " + status.message());
 
   std::vector<std::unique_ptr<Destination>> destinations;
-  for (size_t i = 0; i < options_.urls.size(); ++i) {
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    const RemoteWriteEndpoint& endpoint = options_.endpoints[i];
     auto d = std::make_unique<Destination>();
-    d->url = options_.urls[i];
+    d->url = endpoint.url;
     d->consumer = q.consumers[i];
-    d->protocol = options_.protocol == RemoteWriteProtocol::kV1 ? 1 : 2;
+    d->mode = endpoint.protocol;
+    d->protocol = endpoint.protocol == RemoteWriteProtocol::kV1 ? 1 : 2;
     PushSinkOptions o;
+    static_cast<PushEndpoint&>(o) = endpoint;  // URL, headers, TLS and credentials of this receiver
     o.name = d->consumer;
-    o.url = d->url;
-    o.headers = options_.headers;
     o.max_batch_records = 10;  // batches of one interval each: a catch-up request holds ten intervals
     o.max_batch_bytes = 4 << 20;
     o.min_backoff = options_.min_backoff;
     o.max_backoff = options_.max_backoff;
-    o.ca_file = options_.ca_file;
-    o.cert_file = options_.cert_file;
-    o.key_file = options_.key_file;
-    o.username = options_.username;
-    o.password = options_.password;
     Destination* raw = d.get();
     o.encode = [this, raw](const std::vector<std::string>& records) { return Encode(*raw, records); };
     o.accept = [this, raw](const HttpClientResponse& response) { return Accept(*raw, response); };
@@ -278,21 +265,11 @@ EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<
     body.content_type = std::string(kRemoteWriteV1ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "0.1.0");
   }
-  if (!options_.bearer_token_file.empty()) {
-    bool ok = false;
-    const std::string token = TrimmedFile(options_.bearer_token_file, &ok);
-    if (ok) {
-      body.headers.emplace_back("Authorization", "Bearer " + token);
-    } else {
-      Log(LogLevel::kWarn, "remote_write cannot read the bearer token file",
-          {{"file", options_.bearer_token_file}});
-    }
-  }
   return body;
 }
 
 bool RemoteWriteSink::Accept(Destination& destination, const HttpClientResponse& response) const {
-  if (options_.protocol != RemoteWriteProtocol::kAuto || destination.protocol.load() != 2) return true;
+  if (destination.mode != RemoteWriteProtocol::kAuto || destination.protocol.load() != 2) return true;
   const bool confirmed =
       response.status != 415 && !response.Header("x-prometheus-remote-write-samples-written").empty();
   if (confirmed) return true;

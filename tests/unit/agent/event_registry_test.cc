@@ -107,6 +107,8 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
   only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
+  only["remote_write"].remote_write_endpoints.emplace_back().url =
+      "http://mimir:8080/api/v1/push";  // no flag URL
   for (const auto& [name, config] : only) {
     for (const EventSourceEntry& e : BuiltinEventSources().entries())
       EXPECT_EQ(e.enabled(config), e.name == name) << name << " turns " << e.name;
