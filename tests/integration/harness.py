@@ -36,6 +36,13 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def has_failed(test):
+    """In a unittest.TestCase's tearDown: whether this test failed or raised (to print the logs of what
+    it started)."""
+    result = getattr(test._outcome, "result", None)
+    return result is not None and any(t is test for t, _ in result.errors + result.failures)
+
+
 def http_get(url, headers=None, timeout=5, context=None):
     request = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
@@ -261,6 +268,29 @@ class FaultReceiver:
                 if sink is None or entry.get("sink") == sink:
                     out.append(entry)
         return out
+
+
+def make_certificates(directory):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate (extendedKeyUsage clientAuth), both
+    signed by the CA, made with openssl in `directory`. Returns {name: path} for ca, server_cert,
+    server_key, client_cert, client_key."""
+    def run(*command):
+        subprocess.run(command, check=True, capture_output=True)
+    p = {name: os.path.join(directory, name) for name in
+         ("ca.pem", "ca.key", "server.pem", "server.key", "client.pem", "client.key")}
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=gpuscope test CA",
+        "-keyout", p["ca.key"], "-out", p["ca.pem"])
+    for who, extensions in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                            ("client", "extendedKeyUsage=clientAuth\n")):
+        csr, ext = os.path.join(directory, who + ".csr"), os.path.join(directory, who + ".ext")
+        with open(ext, "w") as f:
+            f.write(extensions)
+        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN=gpuscope {who}",
+            "-keyout", p[who + ".key"], "-out", csr)
+        run("openssl", "x509", "-req", "-in", csr, "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
+            "-days", "1", "-extfile", ext, "-out", p[who + ".pem"])
+    return {"ca": p["ca.pem"], "server_cert": p["server.pem"], "server_key": p["server.key"],
+            "client_cert": p["client.pem"], "client_key": p["client.key"]}
 
 
 def parse_exposition(text):

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import sys
 import tempfile
 import time
@@ -71,8 +72,7 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
         self.agent = None
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.has_failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)
@@ -250,6 +250,22 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
         # repeats only what was sent and not yet acknowledged.
         self.assertLessEqual(len(distinct), queued + queued_now + kills + 3)
         self.assertEqual(metric(self.agent, "gpuscope_queue_dropped_total", queue="otlp_metrics") or 0, 0)
+
+    def test_a_client_certificate_the_collector_requires_over_https(self):
+        certs = harness.make_certificates(self.workdir)
+        context = ssl.create_default_context(cafile=certs["ca"])
+        context.load_cert_chain(certs["client_cert"], certs["client_key"])
+        self.collector.cleanup()
+        self.collector = peers.OtelCollector(OTELCOL, context=context, tls={
+            "cert_file": certs["server_cert"], "key_file": certs["server_key"], "client_ca_file": certs["ca"]})
+        # Without a client certificate the Collector ends the handshake: the requirement is real.
+        with self.assertRaises(OSError):
+            harness.http_get(self.collector.url + "/v1/metrics", context=ssl.create_default_context(cafile=certs["ca"]))
+        self.agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"), env=FROZEN,
+                                   extra_args=self.push_args() + [
+                                       "--sink.tls.ca-file", certs["ca"], "--sink.otlp.tls.cert-file",
+                                       certs["client_cert"], "--sink.otlp.tls.key-file", certs["client_key"]])
+        harness.wait_for(lambda: self.points("DCGM_FI_DEV_GPU_TEMP"), 30, "points over https in the Collector's file")
 
     def test_requests_queued_while_otelcol_is_down_arrive_after_restart(self):
         self.agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"), env=FROZEN,

@@ -62,21 +62,7 @@ class Workdir:
         return run("htpasswd", "-nbBC", "10", user, password).strip().split(":", 1)[1]
 
     def certificates(self):
-        """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by the CA.
-        Returns {name: path} for ca, server_cert, server_key, client_cert, client_key."""
-        p = {name: os.path.join(self.path, name) for name in
-             ("ca.pem", "ca.key", "server.pem", "server.key", "client.pem", "client.key")}
-        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=gpuscope test CA",
-            "-keyout", p["ca.key"], "-out", p["ca.pem"])
-        for who, extensions in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-                                ("client", "extendedKeyUsage=clientAuth\n")):
-            csr = os.path.join(self.path, who + ".csr")
-            run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN=gpuscope {who}",
-                "-keyout", p[who + ".key"], "-out", csr)
-            run("openssl", "x509", "-req", "-in", csr, "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
-                "-days", "1", "-extfile", self.file(who + ".ext", extensions), "-out", p[who + ".pem"])
-        return {"ca": p["ca.pem"], "server_cert": p["server.pem"], "server_key": p["server.key"],
-                "client_cert": p["client.pem"], "client_key": p["client.key"]}
+        return harness.make_certificates(self.path)
 
     def cleanup(self):
         shutil.rmtree(self.path, ignore_errors=True)
@@ -99,8 +85,7 @@ class AgentCase(unittest.TestCase):
         self.receivers = []
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.has_failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)
