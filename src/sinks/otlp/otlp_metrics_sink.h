@@ -2,7 +2,8 @@
 // http://collector:4318/v1/metrics), a PushSink (src/sinks/push_sink.h) created from the push sink
 // registry.
 //
-// The shape of RemoteWriteSink: every interval a producer thread takes the SnapshotStore's current
+// The shape of RemoteWriteSink (the queue and the interval loop are their shared SnapshotProducer,
+// src/sinks/push/snapshot_producer.h): every interval a producer thread takes the SnapshotStore's current
 // snapshot, encodes it as one ExportMetricsServiceRequest stamped with the current time
 // (src/sinks/otlp/otlp_metrics.h: gauges as Gauge, counters as cumulative monotonic Sum starting at the
 // sink's start, info families as Gauges of 1, labels as attributes) and appends it to its own
@@ -20,7 +21,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "src/core/metric.h"
@@ -29,6 +29,7 @@
 #include "src/core/status.h"
 #include "src/sinks/otlp/otlp_logs.h"
 #include "src/sinks/push/push_sender.h"
+#include "src/sinks/push/snapshot_producer.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 
@@ -70,18 +71,13 @@ class OtlpMetricsSink final : public PushSink {
   Status QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms);
 
  private:
-  void Produce();
-  int64_t NowMs() const;
-
   OtlpMetricsOptions options_;
-  std::thread producer_;
+  SnapshotProducer producer_;  // calls QueueSnapshot every interval
 
   mutable Mutex mu_;
-  CondVar cv_;
   std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
   std::unique_ptr<PushSender> sender_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
   int64_t start_ms_ GUARDED_BY(mu_) = 0;  // the Sums' start time
 };
 

@@ -74,16 +74,17 @@ bool ParseRemoteWriteProtocol(std::string_view text, RemoteWriteProtocol* protoc
   return true;
 }
 
-RemoteWriteSink::RemoteWriteSink(RemoteWriteOptions options) : options_(std::move(options)) {}
+RemoteWriteSink::RemoteWriteSink(RemoteWriteOptions options)
+    : options_(std::move(options)),
+      producer_({.name = "remote_write",
+                 .interval = options_.interval,
+                 .snapshots = options_.snapshots,
+                 .now_unix_ms = options_.now_unix_ms,
+                 .produce = [this](const Snapshot& snapshot, int64_t timestamp_ms) {
+                   return QueueSnapshot(snapshot, timestamp_ms);
+                 }}) {}
 
 RemoteWriteSink::~RemoteWriteSink() { Stop(); }
-
-int64_t RemoteWriteSink::NowMs() const {
-  if (options_.now_unix_ms) return options_.now_unix_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status RemoteWriteSink::Start() {
   {
@@ -92,23 +93,20 @@ Status RemoteWriteSink::Start() {
   }
   if (options_.endpoints.empty()) return Status::InvalidArgument("remote_write needs a URL");
   if (options_.snapshots == nullptr) return Status::InvalidArgument("remote_write needs the snapshot store");
-  DurableQueueOptions q;
-  q.directory = options_.queue_directory;
-  q.max_total_bytes = options_.queue_max_bytes;
-  q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
-  q.sync = QueueSyncPolicy::kNone;  // synced once per batch (QueueSnapshot)
+  std::vector<std::string> consumers;
   for (size_t i = 0; i < options_.endpoints.size(); ++i)
-    q.consumers.push_back("remote_write_" + std::to_string(i));
+    consumers.push_back("remote_write_" + std::to_string(i));
   std::unique_ptr<DurableQueue> queue;
-  Status status = DurableQueue::Open(q, &queue);
-  if (!status.ok()) return Status::Unavailable("remote_write queue " + q.directory + ": " + status.message());
+  Status status =
+      OpenMetricsQueue("remote_write", options_.queue_directory, options_.queue_max_bytes, consumers, &queue);
+  if (!status.ok()) return status;
 
   std::vector<std::unique_ptr<Destination>> destinations;
   for (size_t i = 0; i < options_.endpoints.size(); ++i) {
     const RemoteWriteEndpoint& endpoint = options_.endpoints[i];
     auto d = std::make_unique<Destination>();
     d->url = endpoint.url;
-    d->consumer = q.consumers[i];
+    d->consumer = consumers[i];
     d->mode = endpoint.protocol;
     d->protocol = endpoint.protocol == RemoteWriteProtocol::kV1 ? 1 : 2;
     PushSinkOptions o;
@@ -140,9 +138,8 @@ Status RemoteWriteSink::Start() {
     destinations_ = std::move(destinations);
     previous_.clear();
     running_ = true;
-    stopping_ = false;
   }
-  producer_ = std::thread([this] { Produce(); });
+  producer_.Start();
   return Status::Ok();
 }
 
@@ -150,10 +147,8 @@ void RemoteWriteSink::Stop() {
   {
     MutexLock lock(&mu_);
     if (!running_) return;
-    stopping_ = true;
   }
-  cv_.NotifyAll();
-  producer_.join();
+  producer_.Stop();  // not under mu_: a QueueSnapshot in progress takes it
   MutexLock lock(&mu_);
   for (auto& d : destinations_) d->sender->Stop();  // a sender's thread never takes mu_
   running_ = false;
@@ -162,25 +157,6 @@ void RemoteWriteSink::Stop() {
 void RemoteWriteSink::Wake() {
   MutexLock lock(&mu_);
   for (auto& d : destinations_) d->sender->Wake();
-}
-
-void RemoteWriteSink::Produce() {
-  auto next = std::chrono::steady_clock::now() + options_.interval;
-  while (true) {
-    {
-      MutexLock lock(&mu_);
-      while (!stopping_ && std::chrono::steady_clock::now() < next) cv_.WaitUntil(&mu_, next);
-      if (stopping_) return;
-    }
-    next += options_.interval;
-    // A stall (suspend, overload) does not make up for missed intervals with a burst.
-    next = std::max(next, std::chrono::steady_clock::now());
-    const std::shared_ptr<const Snapshot> snapshot = options_.snapshots->Current();
-    if (snapshot->version() == 0) continue;  // nothing collected yet
-    const Status status = QueueSnapshot(*snapshot, NowMs());
-    if (!status.ok())
-      Log(LogLevel::kWarn, "remote_write cannot queue a batch", {{"error", status.message()}});
-  }
 }
 
 Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms) {

@@ -6,9 +6,10 @@
 // family is copied), turns it into one batch stamped with the current time (labels sorted, __name__
 // and the external labels added, a stale marker for every series of the previous batch that is gone:
 // a job ended, a GPU was lost) and appends it, encoded as remote_write 1.0, to its own DurableQueue
-// (<queue>/remote_write). Each endpoint is a consumer of that queue read by a PushSender of its own (named
-// remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the oldest
-// batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
+// (<queue>/remote_write; queue and thread are the SnapshotProducer shared with OTLP metrics,
+// src/sinks/push/snapshot_producer.h). Each endpoint is a consumer of that queue read by a PushSender of its
+// own (named remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the
+// oldest batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
 // backoff and Retry-After, other 4xx dropped and counted; batches go out oldest first, so every
 // series' samples arrive in time order. A 1.0 body is the queued batches joined (two WriteRequests
 // concatenated are one) and snappy-compressed; a 2.0 body is the batches decoded and re-encoded with a
@@ -26,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -36,6 +36,7 @@
 #include "src/core/snapshot.h"
 #include "src/core/status.h"
 #include "src/sinks/push/push_sender.h"
+#include "src/sinks/push/snapshot_producer.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 #include "src/sinks/remote_write/remote_write_encode.h"
@@ -89,23 +90,19 @@ class RemoteWriteSink final : public PushSink {
 
  private:
   struct Destination;
-  void Produce();
   EncodedBody Encode(Destination& destination, const std::vector<std::string>& records) const;
   bool Accept(Destination& destination, const HttpClientResponse& response) const;
   void OnResult(Destination& destination, const std::vector<std::string>& records, BatchFate fate);
-  int64_t NowMs() const;
 
   RemoteWriteOptions options_;
-  std::thread producer_;
+  SnapshotProducer producer_;  // calls QueueSnapshot every interval
 
   // Set by a successful Start(), under mu_: Metrics() may run (on the collector thread) while the sink
   // starts.
   mutable Mutex mu_;
-  CondVar cv_;
   std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Destination>> destinations_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
   // The series of the last queued batch (key: the sorted labels joined) for stale markers.
   std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> previous_ GUARDED_BY(mu_);
   uint64_t batches_queued_ GUARDED_BY(mu_) = 0;
