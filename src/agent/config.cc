@@ -62,8 +62,11 @@ Status ReadEndpointsYaml(const YAML::Node& node, std::string_view path,
     auto strings = [&](const std::string& section, const YAML::Node& value,
                        std::initializer_list<std::pair<std::string_view, std::string*>> fields) {
       return ForEachYamlEntry(value, section, [&](const std::string& key, const YAML::Node& field) {
+        std::string full = section;
+        full += '.';
+        full += key;
         for (const auto& [name, target] : fields) {
-          if (key == name) return ReadYamlString(field, section + "." + key, target);
+          if (key == name) return ReadYamlString(field, full, target);
         }
         return UnknownYamlKey(section, key, field);
       });
