@@ -51,8 +51,9 @@ std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& la
 
 struct RemoteWriteSink::Destination {
   std::string url;
-  RemoteWriteProtocol mode = RemoteWriteProtocol::kV1;  // as configured; `protocol` is what is used now
-  std::string consumer;                                 // queue consumer and the sender's sink label
+  // As configured; `protocol` is what the next request uses.
+  RemoteWriteProtocol mode = RemoteWriteProtocol::kV1;
+  std::string consumer;  // queue consumer and the sender's sink label
   std::unique_ptr<PushSender> sender;
   std::atomic<int> protocol{1};  // what the next request uses: 1 or 2
   mutable Mutex mu;
