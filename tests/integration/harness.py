@@ -9,6 +9,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -92,6 +93,13 @@ class Agent:
 
     def cleanup(self):
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def finish(self, show_log=False):
+        """stop() and cleanup(); with show_log (a failed test's tearDown) the log's tail goes to stderr first."""
+        if show_log:
+            print(f"--- agent log ---\n{self.read_log()[-4000:]}", file=sys.stderr)
+        self.stop()
+        self.cleanup()
 
 
 class Prometheus:

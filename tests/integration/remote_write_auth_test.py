@@ -87,10 +87,7 @@ class AgentCase(unittest.TestCase):
     def tearDown(self):
         failed = harness.has_failed(self)
         if self.agent is not None:
-            if failed:
-                print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)
-            self.agent.stop()
-            self.agent.cleanup()
+            self.agent.finish(show_log=failed)
         for receiver in self.receivers:
             receiver.stop()
         self.work.cleanup()

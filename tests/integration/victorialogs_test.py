@@ -66,10 +66,7 @@ class LokiPushIntoVictoriaLogs(unittest.TestCase):
     def tearDown(self):
         failed = harness.has_failed(self)
         if self.agent is not None:
-            if failed:
-                print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)
-            self.agent.stop()
-            self.agent.cleanup()
+            self.agent.finish(show_log=failed)
         if failed:
             print(f"--- victoria-logs log ---\n{self.receiver.read_log()[-4000:]}", file=sys.stderr)
         self.receiver.cleanup()
