@@ -67,6 +67,8 @@ build_peer() {
         local core=go.opentelemetry.io/collector contrib=github.com/open-telemetry/opentelemetry-collector-contrib
         go get "$core/otelcol@$OTELCOL_VERSION" "$core/receiver/otlpreceiver@$OTELCOL_VERSION" \
           "$core/service@$OTELCOL_VERSION" "$contrib/exporter/fileexporter@$OTELCOL_VERSION" \
+          "$contrib/extension/bearertokenauthextension@$OTELCOL_VERSION" \
+          "$core/extension@$OTELCOL_STABLE_VERSION" \
           "$core/component@$OTELCOL_STABLE_VERSION" "$core/confmap@$OTELCOL_STABLE_VERSION" \
           "$core/confmap/provider/fileprovider@$OTELCOL_STABLE_VERSION" \
           "$core/confmap/provider/envprovider@$OTELCOL_STABLE_VERSION" \

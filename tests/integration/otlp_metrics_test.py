@@ -13,7 +13,9 @@ A job from gpuscope's own mapping record (with user and account) puts hpc_job, u
 GPUs' points. kill -9 of the agent while it pushes, several times: every request any incarnation queued
 reaches the Collector. Against our own receiver (tests named fault_receiver: a real Collector neither
 answers 400 on demand nor shows the headers it got): a 400 drops the request and counts it, a 503 keeps it
-queued until the receiver takes it; --sink.otlp.header and the bearer token file reach the receiver.
+queued until the receiver takes it; --sink.otlp.header and the bearer token file reach the receiver. The
+Collector with its bearertokenauth extension refuses a wrong token (401: dropped, counted) and takes a
+rotated right one at the next request; with TLS it requires and checks the agent's client certificate.
 
 Usage: otlp_metrics_test.py AGENT SIM_LIBRARY OTELCOL SCENARIO_DIR PUSH_RECEIVER"""
 
@@ -263,6 +265,23 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
                                        "--sink.tls.ca-file", certs["ca"], "--sink.otlp.tls.cert-file",
                                        certs["client_cert"], "--sink.otlp.tls.key-file", certs["client_key"]])
         harness.wait_for(lambda: self.points("DCGM_FI_DEV_GPU_TEMP"), 30, "points over https in the Collector's file")
+
+    def test_the_collector_checks_the_bearer_token_a_wrong_one_is_dropped_a_rotated_one_used_at_once(self):
+        self.collector.cleanup()
+        self.collector = peers.OtelCollector(OTELCOL, bearer_token="right-token")
+        token = os.path.join(self.workdir, "token")
+        with open(token, "w") as f:
+            f.write("wrong-token\n")
+        self.agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"), env=FROZEN,
+                                   extra_args=self.push_args() + ["--sink.otlp.bearer-token-file", token])
+        harness.wait_for(lambda: (metric(self.agent, "gpuscope_sink_requests_total", sink="otlp_metrics", code="401")
+                                  or 0) >= 2, 30, "two requests refused with 401")
+        self.assertGreaterEqual(metric(self.agent, "gpuscope_sink_dropped_records_total", sink="otlp_metrics"), 2)
+        self.assertEqual(self.points("DCGM_FI_DEV_GPU_TEMP"), [])
+        with open(token + ".new", "w") as f:
+            f.write("right-token\n")
+        os.rename(token + ".new", token)  # rotated as a secret manager does: the next request reads it
+        harness.wait_for(lambda: self.points("DCGM_FI_DEV_GPU_TEMP"), 30, "points with the rotated token")
 
     def test_requests_queued_while_otelcol_is_down_arrive_after_restart(self):
         self.agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"), env=FROZEN,
