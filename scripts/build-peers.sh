@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics,
-# Prometheus 3, an OpenTelemetry Collector) from the Go module versions pinned in scripts/versions.env,
+# Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
+# vmauth, Prometheus 3, an OpenTelemetry Collector) from the Go module versions pinned in scripts/versions.env,
 # once per machine, into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
 # old one. Each build happens in a throwaway module directory (go mod init; go get MODULE@VERSION;
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
-# Usage: scripts/build-peers.sh [name...]   (names: victoria-logs victoria-metrics prometheus3 otelcol)
+# Usage: scripts/build-peers.sh [name...]   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +26,7 @@ peer_dir() {
   case $1 in
     victoria-logs) echo "$cache/victoria-logs-$VICTORIALOGS_VERSION" ;;
     victoria-metrics) echo "$cache/victoria-metrics-$VICTORIAMETRICS_VERSION" ;;
+    vmauth) echo "$cache/vmauth-$VICTORIAMETRICS_VERSION" ;;
     prometheus3) echo "$cache/prometheus-$PROMETHEUS3_VERSION" ;;
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
@@ -56,6 +57,10 @@ build_peer() {
       victoria-metrics)
         go get "$VICTORIAMETRICS_MODULE@$VICTORIAMETRICS_VERSION"
         go build -o "$tmp/out/victoria-metrics" "$VICTORIAMETRICS_MODULE/app/victoria-metrics"
+        ;;
+      vmauth)  # VictoriaMetrics' auth proxy: a receiver that checks bearer tokens, in front of VictoriaMetrics
+        go get "$VICTORIAMETRICS_MODULE@$VICTORIAMETRICS_VERSION"
+        go build -o "$tmp/out/vmauth" "$VICTORIAMETRICS_MODULE/app/vmauth"
         ;;
       prometheus3)
         go get "$PROMETHEUS3_MODULE@$PROMETHEUS3_VERSION"
@@ -99,7 +104,7 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

@@ -6,13 +6,15 @@ to two receivers that take different credentials.
   the batch and counts it, never a retry loop; TLS with client_auth_type RequireAndVerifyClientCert and
   the agent's client certificate (a CA, server and client certificate made with openssl per test).
 - VictoriaMetrics with -httpAuth.username/-httpAuth.password: basic auth on a second real receiver.
+- vmauth (VictoriaMetrics' auth proxy, built from the same pinned module) in front of VictoriaMetrics:
+  a bearer token it checks; a wrong one is a 401 dropped and counted, a rotated right one used at once.
 - sinks.remote_write.endpoints: Prometheus 3 and VictoriaMetrics in one agent, each with its own user.
 - An unreadable password file stops the agent at start with a message naming the file.
-- No real receiver here shows the headers it was sent (X-Scope-OrgID, a bearer token: Prometheus' web
-  config knows only basic auth), so those are read from our own receiver, in tests named fault_receiver.
+- No real receiver here shows the headers it was sent (X-Scope-OrgID, extra headers), so those are read
+  from our own receiver, in tests named fault_receiver.
 
 Usage: remote_write_auth_test.py AGENT SIM_LIBRARY SCENARIO_DIR PUSH_RECEIVER PROMETHEUS3|none
-       VICTORIAMETRICS|none [TestClass ...]"""
+       VICTORIAMETRICS|none VMAUTH|none [TestClass ...]"""
 
 import base64
 import os
@@ -30,7 +32,7 @@ import harness  # noqa: E402
 
 AGENT, SIM, SCENARIOS, PUSH_RECEIVER = sys.argv[1:5]
 # The peers built from pinned modules; "none" when not built (then Debian's VictoriaMetrics).
-PROMETHEUS3, VICTORIAMETRICS = [None if path == "none" else path for path in sys.argv[5:7]]
+PROMETHEUS3, VICTORIAMETRICS, VMAUTH = [None if path == "none" else path for path in sys.argv[5:8]]
 SCENARIO = os.path.join(SCENARIOS, "h100-training.yaml")
 FROZEN = {"GPUSCOPE_SIM_TIME": "900"}
 RECEIVER_ARGS = ["--web.enable-remote-write-receiver"]
@@ -174,6 +176,40 @@ class VictoriaMetricsBasicAuth(AgentCase):
         eight_gpus(vm)
 
 
+@unittest.skipUnless(VMAUTH and os.access(VMAUTH, os.X_OK), "no vmauth binary (scripts/build-peers.sh builds it)")
+class VmauthBearerToken(AgentCase):
+    def test_vmauth_checks_the_bearer_token_a_wrong_one_is_dropped_a_rotated_one_used_at_once(self):
+        vm = harness.VictoriaMetrics(binary=VICTORIAMETRICS)
+        self.receivers.append(vm)
+        port = harness.free_port()
+        config = self.work.file("vmauth.yml", f"users:\n  - bearer_token: rw-token\n    url_prefix: {vm.url}\n")
+        log = open(os.path.join(self.work.path, "vmauth.log"), "w")
+        process = subprocess.Popen([VMAUTH, f"-auth.config={config}", f"-httpListenAddr=127.0.0.1:{port}"],
+                                   stdout=log, stderr=subprocess.STDOUT)
+
+        class Vmauth:
+            def stop(self_inner):
+                process.terminate()
+                process.wait(timeout=15)
+                log.close()
+        self.receivers.append(Vmauth())
+        url = f"http://127.0.0.1:{port}"
+        harness.wait_for(lambda: harness.http_get(url + "/health")[0] == 200, 30, "vmauth to listen")
+        with self.assertRaises(harness.urllib.error.HTTPError) as denied:  # vmauth does check
+            harness.http_get(url + "/api/v1/query?query=up", {"Authorization": "Bearer wrong"})
+        self.assertEqual(denied.exception.code, 401)
+        token = self.work.file("token", "wrong\n")
+        self.agent = start_agent(self.state_dir, ["--sink.remote-write.url", url + "/api/v1/write",
+                                                  "--sink.remote-write.bearer-token-file", token])
+        sink = "remote_write_0"
+        harness.wait_for(lambda: (harness.metric(self.agent, "gpuscope_sink_requests_total", sink=sink, code="401")
+                                  or 0) >= 2, 30, "two requests refused with 401")
+        self.assertGreater(harness.metric(self.agent, "gpuscope_remote_write_samples_dropped_total"), 0)
+        self.assertEqual(vm.query("DCGM_FI_DEV_GPU_TEMP"), [])
+        os.rename(self.work.file("token.new", "rw-token\n"), token)  # rotated: the next request reads it
+        eight_gpus(vm)
+
+
 @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
                      "no Prometheus 3 binary (scripts/build-peers.sh builds it)")
 class TwoReceiversWithTheirOwnCredentials(AgentCase):
@@ -255,4 +291,4 @@ class StartUpErrors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest_main.main(argv=sys.argv[:1] + sys.argv[7:])
+    unittest_main.main(argv=sys.argv[:1] + sys.argv[8:])
