@@ -7,11 +7,12 @@ to two receivers that take different credentials.
   the agent's client certificate (a CA, server and client certificate made with openssl per test).
 - VictoriaMetrics with -httpAuth.username/-httpAuth.password: basic auth on a second real receiver.
 - vmauth (VictoriaMetrics' auth proxy, built from the same pinned module) in front of VictoriaMetrics:
-  a bearer token it checks; a wrong one is a 401 dropped and counted, a rotated right one used at once.
+  a bearer token it checks (a wrong one is a 401 dropped and counted, a rotated right one used at once);
+  a route only for X-Scope-OrgID: team-a, so the tenant header demonstrably reached a real receiver.
 - sinks.remote_write.endpoints: Prometheus 3 and VictoriaMetrics in one agent, each with its own user.
 - An unreadable password file stops the agent at start with a message naming the file.
-- No real receiver here shows the headers it was sent (X-Scope-OrgID, extra headers), so those are read
-  from our own receiver, in tests named fault_receiver.
+- No real receiver here shows every header it was sent (the flags' and an endpoint's tenant, token and
+  extra headers side by side), so those are also read from our own receiver, in tests named fault_receiver.
 
 Usage: remote_write_auth_test.py AGENT SIM_LIBRARY SCENARIO_DIR PUSH_RECEIVER PROMETHEUS3|none
        VICTORIAMETRICS|none VMAUTH|none [TestClass ...]"""
@@ -177,24 +178,31 @@ class VictoriaMetricsBasicAuth(AgentCase):
 
 
 @unittest.skipUnless(VMAUTH and os.access(VMAUTH, os.X_OK), "no vmauth binary (scripts/build-peers.sh builds it)")
-class VmauthBearerToken(AgentCase):
-    def test_vmauth_checks_the_bearer_token_a_wrong_one_is_dropped_a_rotated_one_used_at_once(self):
+class Vmauth(AgentCase):
+    """vmauth in front of VictoriaMetrics: it checks bearer tokens and routes on request headers."""
+
+    def start_vmauth(self, config_text):
+        """vmauth on a free port with `config_text` (its url_prefix: {vm}); returns (vmauth URL, VictoriaMetrics)."""
         vm = harness.VictoriaMetrics(binary=VICTORIAMETRICS)
         self.receivers.append(vm)
         port = harness.free_port()
-        config = self.work.file("vmauth.yml", f"users:\n  - bearer_token: rw-token\n    url_prefix: {vm.url}\n")
+        config = self.work.file("vmauth.yml", config_text.format(vm=vm.url))
         log = open(os.path.join(self.work.path, "vmauth.log"), "w")
         process = subprocess.Popen([VMAUTH, f"-auth.config={config}", f"-httpListenAddr=127.0.0.1:{port}"],
                                    stdout=log, stderr=subprocess.STDOUT)
 
-        class Vmauth:
+        class Running:
             def stop(self_inner):
                 process.terminate()
                 process.wait(timeout=15)
                 log.close()
-        self.receivers.append(Vmauth())
+        self.receivers.append(Running())
         url = f"http://127.0.0.1:{port}"
         harness.wait_for(lambda: harness.http_get(url + "/health")[0] == 200, 30, "vmauth to listen")
+        return url, vm
+
+    def test_vmauth_checks_the_bearer_token_a_wrong_one_is_dropped_a_rotated_one_used_at_once(self):
+        url, vm = self.start_vmauth("users:\n  - bearer_token: rw-token\n    url_prefix: {vm}\n")
         with self.assertRaises(harness.urllib.error.HTTPError) as denied:  # vmauth does check
             harness.http_get(url + "/api/v1/query?query=up", {"Authorization": "Bearer wrong"})
         self.assertEqual(denied.exception.code, 401)
@@ -208,6 +216,20 @@ class VmauthBearerToken(AgentCase):
         self.assertEqual(vm.query("DCGM_FI_DEV_GPU_TEMP"), [])
         os.rename(self.work.file("token.new", "rw-token\n"), token)  # rotated: the next request reads it
         eight_gpus(vm)
+
+    def test_vmauth_routes_on_the_tenant_header_so_it_reached_the_receiver(self):
+        # Only pushes carrying X-Scope-OrgID: team-a have a route to VictoriaMetrics.
+        url, vm = self.start_vmauth("unauthorized_user:\n  url_map:\n    - src_paths: ['/api/v1/write']\n"
+                                    "      src_headers: ['X-Scope-OrgID: team-a']\n      url_prefix: {vm}\n")
+        self.agent = start_agent(self.state_dir, ["--sink.remote-write.url", url + "/api/v1/write",
+                                                  "--sink.remote-write.tenant", "team-a"])
+        eight_gpus(vm)
+        self.agent.finish()
+        self.agent = start_agent(os.path.join(self.work.path, "other-state"), [
+            "--sink.remote-write.url", url + "/api/v1/write", "--sink.remote-write.tenant", "team-b"])
+        harness.wait_for(lambda: harness.metric(self.agent, "gpuscope_remote_write_samples_dropped_total"), 30,
+                         "team-b's pushes refused (no route)")
+        self.assertEqual(harness.metric(self.agent, "gpuscope_remote_write_samples_sent_total") or 0, 0)
 
 
 @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
