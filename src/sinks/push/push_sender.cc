@@ -77,7 +77,7 @@ Status PushSender::Start() {
     return Status::InvalidArgument("push sink " + options_.name + ": cannot read the password file " +
                                    options_.password_file);
   }
-  std::string token;
+  std::string token;  // read for every request; unreadable now is a configuration error
   if (!options_.bearer_token_file.empty() && !ReadSecretFile(options_.bearer_token_file, &token)) {
     return Status::InvalidArgument("push sink " + options_.name + ": cannot read the bearer token file " +
                                    options_.bearer_token_file);

@@ -7,7 +7,7 @@
 //   5xx, 429, connection/timeout/garbage, 3xx
 //                                     -> keep it queued and retry with exponential backoff and jitter,
 //                                        honouring Retry-After (seconds) on 429/503, capped at max_backoff.
-//   any other 4xx (400, 401, 413, ...)     -> Ack and count the records as dropped (reason="rejected"): the
+//   any other 4xx (400, 401, 413)     -> Ack and count the records as dropped (reason="rejected"): the
 //                                        receiver will never take them, and retrying would block the queue.
 // A bearer token file that cannot be read when a request is due is a local failure: the batch stays
 // queued and is retried with backoff (counted in failed requests, code="error").
