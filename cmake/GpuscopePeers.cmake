@@ -1,10 +1,11 @@
-# The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
-# OpenTelemetry Collector, the remote-write sender compliance suite), built by scripts/build-peers.sh from the versions pinned in
-# scripts/versions.env into ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
+# The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics and its vmauth,
+# Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite), built by
+# scripts/build-peers.sh from the versions pinned in scripts/versions.env into
+# ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # This finds each in the directory of its pinned version only (never one on PATH of another version) and
 # requires it like any other tool of the default test run (gpuscope_require_program). Sets:
-#   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_PROMETHEUS3_BIN GPUSCOPE_PROMTOOL3_BIN
-#   GPUSCOPE_OTELCOL_BIN GPUSCOPE_RWCOMPLIANCE_BIN GPUSCOPE_TEST2JSON_BIN
+#   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_VMAUTH_BIN GPUSCOPE_PROMETHEUS3_BIN
+#   GPUSCOPE_PROMTOOL3_BIN GPUSCOPE_OTELCOL_BIN GPUSCOPE_RWCOMPLIANCE_BIN GPUSCOPE_TEST2JSON_BIN
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/versions.env
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/rw_compliance/compliance_test.go)
@@ -42,6 +43,8 @@ _gpuscope_require_peer(GPUSCOPE_VICTORIALOGS_BIN victoria-logs
                        ${_gpuscope_peers_cache}/victoria-logs-${_gpuscope_VICTORIALOGS_version})
 _gpuscope_require_peer(GPUSCOPE_VICTORIAMETRICS_BIN victoria-metrics
                        ${_gpuscope_peers_cache}/victoria-metrics-${_gpuscope_VICTORIAMETRICS_version})
+_gpuscope_require_peer(GPUSCOPE_VMAUTH_BIN vmauth
+                       ${_gpuscope_peers_cache}/vmauth-${_gpuscope_VICTORIAMETRICS_version})
 _gpuscope_require_peer(GPUSCOPE_PROMETHEUS3_BIN prometheus
                        ${_gpuscope_peers_cache}/prometheus-${_gpuscope_PROMETHEUS3_version})
 _gpuscope_require_peer(GPUSCOPE_PROMTOOL3_BIN promtool

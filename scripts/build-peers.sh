@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics,
-# Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite) from the Go module
-# versions pinned in scripts/versions.env, once per machine, into
+# Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
+# vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite) from the Go
+# module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
 # old one. Each build happens in a throwaway module directory (go mod init; go get MODULE@VERSION;
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
-#   (names: victoria-logs victoria-metrics prometheus3 otelcol rw-compliance)
+#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +31,7 @@ peer_dir() {
   case $1 in
     victoria-logs) echo "$cache/victoria-logs-$VICTORIALOGS_VERSION" ;;
     victoria-metrics) echo "$cache/victoria-metrics-$VICTORIAMETRICS_VERSION" ;;
+    vmauth) echo "$cache/vmauth-$VICTORIAMETRICS_VERSION" ;;
     prometheus3) echo "$cache/prometheus-$PROMETHEUS3_VERSION" ;;
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
     rw-compliance) echo "$cache/rw-compliance-$rwc_key" ;;
@@ -63,6 +64,10 @@ build_peer() {
         go get "$VICTORIAMETRICS_MODULE@$VICTORIAMETRICS_VERSION"
         go build -o "$tmp/out/victoria-metrics" "$VICTORIAMETRICS_MODULE/app/victoria-metrics"
         ;;
+      vmauth)  # VictoriaMetrics' auth proxy: a receiver that checks bearer tokens, in front of VictoriaMetrics
+        go get "$VICTORIAMETRICS_MODULE@$VICTORIAMETRICS_VERSION"
+        go build -o "$tmp/out/vmauth" "$VICTORIAMETRICS_MODULE/app/vmauth"
+        ;;
       prometheus3)
         go get "$PROMETHEUS3_MODULE@$PROMETHEUS3_VERSION"
         go build -tags "$PROMETHEUS3_BUILD_TAGS" -o "$tmp/out/prometheus" "$PROMETHEUS3_MODULE/cmd/prometheus"
@@ -73,6 +78,8 @@ build_peer() {
         local core=go.opentelemetry.io/collector contrib=github.com/open-telemetry/opentelemetry-collector-contrib
         go get "$core/otelcol@$OTELCOL_VERSION" "$core/receiver/otlpreceiver@$OTELCOL_VERSION" \
           "$core/service@$OTELCOL_VERSION" "$contrib/exporter/fileexporter@$OTELCOL_VERSION" \
+          "$contrib/extension/bearertokenauthextension@$OTELCOL_VERSION" \
+          "$core/extension@$OTELCOL_STABLE_VERSION" \
           "$core/component@$OTELCOL_STABLE_VERSION" "$core/confmap@$OTELCOL_STABLE_VERSION" \
           "$core/confmap/provider/fileprovider@$OTELCOL_STABLE_VERSION" \
           "$core/confmap/provider/envprovider@$OTELCOL_STABLE_VERSION" \
@@ -110,7 +117,7 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics rw-compliance)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

@@ -43,6 +43,61 @@ bool IsYamlSection(std::string_view path) {
 
 // --- YAML ------------------------------------------------------------------------------------------
 
+// A list of remote_write endpoints: each a mapping of the keys of RemoteWriteEndpointConfig, url required.
+// Replaces *out.
+Status ReadEndpointsYaml(const YAML::Node& node, std::string_view path,
+                         std::vector<RemoteWriteEndpointConfig>* out) {
+  if (node.IsNull()) {
+    out->clear();
+    return Status::Ok();
+  }
+  if (!node.IsSequence()) {
+    return Status::InvalidArgument(std::string(path) + " must be a list of endpoints" + YamlLine(node));
+  }
+  std::vector<RemoteWriteEndpointConfig> endpoints;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    const std::string at = std::string(path) + "[" + std::to_string(i) + "]";
+    RemoteWriteEndpointConfig e;
+    auto strings = [&](const std::string& section, const YAML::Node& value,
+                       std::initializer_list<std::pair<std::string_view, std::string*>> fields) {
+      return ForEachYamlEntry(value, section, [&](const std::string& key, const YAML::Node& field) {
+        std::string full = section;
+        full += '.';
+        full += key;
+        for (const auto& [name, target] : fields) {
+          if (key == name) return ReadYamlString(field, full, target);
+        }
+        return UnknownYamlKey(section, key, field);
+      });
+    };
+    Status status = ForEachYamlEntry(item, at, [&](const std::string& key, const YAML::Node& value) {
+      if (key == "url") return ReadYamlString(value, at + ".url", &e.url);
+      if (key == "protocol") return ReadYamlString(value, at + ".protocol", &e.protocol);
+      if (key == "tenant") return ReadYamlString(value, at + ".tenant", &e.tenant);
+      if (key == "bearer_token_file")
+        return ReadYamlString(value, at + ".bearer_token_file", &e.bearer_token_file);
+      if (key == "headers") return ReadYamlStringList(value, at + ".headers", &e.headers);
+      if (key == "basic_auth") {
+        return strings(
+            at + ".basic_auth", value,
+            {{"username", &e.basic_auth_username}, {"password_file", &e.basic_auth_password_file}});
+      }
+      if (key == "tls") {
+        return strings(
+            at + ".tls", value,
+            {{"ca_file", &e.tls_ca_file}, {"cert_file", &e.tls_cert_file}, {"key_file", &e.tls_key_file}});
+      }
+      return UnknownYamlKey(at, key, value);
+    });
+    if (!status.ok()) return status;
+    if (e.url.empty()) return Status::InvalidArgument(at + ": url is required" + YamlLine(item));
+    endpoints.push_back(std::move(e));
+  }
+  *out = std::move(endpoints);
+  return Status::Ok();
+}
+
 Status ReadOptionYaml(const OptionSpec& option, const YAML::Node& node, AgentConfig* config) {
   return std::visit(
       Overloaded{
@@ -56,6 +111,9 @@ Status ReadOptionYaml(const OptionSpec& option, const YAML::Node& node, AgentCon
           },
           [&](std::vector<std::string> AgentConfig::*field) {
             return ReadYamlStringList(node, option.yaml, &(config->*field));
+          },
+          [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*field) {
+            return ReadEndpointsYaml(node, option.yaml, &(config->*field));
           },
       },
       option.field);
@@ -130,6 +188,9 @@ Status ApplyFlagValue(const OptionSpec& option, const std::string& value, AgentC
             (config->*field).push_back(value);  // repeatable: each occurrence adds one
             return Status::Ok();
           },
+          [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*) {
+            return Status::Internal(flag + ": a list of endpoints is set in the config file only");
+          },
       },
       option.field);
 }
@@ -179,6 +240,33 @@ std::string Joined(std::span<const std::string_view> words) {
   return out;
 }
 
+// Pairs of options that make sense only together ("" or a message naming both).
+std::string PairProblem(std::string_view a_name, const std::string& a, std::string_view b_name,
+                        const std::string& b) {
+  if (a.empty() == b.empty()) return "";
+  return std::string(a.empty() ? b_name : a_name) + " needs " + std::string(a.empty() ? a_name : b_name);
+}
+
+// What is wrong with one endpoint of a list, "" when nothing is.
+std::string EndpointProblem(const RemoteWriteEndpointConfig& e) {
+  if (e.url.empty()) return "url is required";
+  if (std::string_view problem = CheckHttpUrl(e.url); !problem.empty()) return "url " + std::string(problem);
+  const auto protocols = RemoteWriteProtocolChoices();
+  if (!e.protocol.empty() && std::find(protocols.begin(), protocols.end(), e.protocol) == protocols.end())
+    return "protocol must be one of " + Joined(protocols) + ", got '" + e.protocol + "'";
+  for (const std::string& header : e.headers) {
+    if (std::string_view problem = CheckHeaderPair(header); !problem.empty())
+      return "headers " + std::string(problem) + ", got '" + header + "'";
+  }
+  std::string problem = PairProblem("basic_auth.username", e.basic_auth_username, "basic_auth.password_file",
+                                    e.basic_auth_password_file);
+  if (problem.empty())
+    problem = PairProblem("tls.cert_file", e.tls_cert_file, "tls.key_file", e.tls_key_file);
+  if (problem.empty() && !e.basic_auth_username.empty() && !e.bearer_token_file.empty())
+    problem = "basic_auth and bearer_token_file are exclusive";
+  return problem;
+}
+
 Status ValidateOption(const OptionSpec& option, const AgentConfig& config) {
   return std::visit(
       Overloaded{
@@ -215,6 +303,17 @@ Status ValidateOption(const OptionSpec& option, const AgentConfig& config) {
               if (!problem.empty()) {
                 return Status::InvalidArgument(OptionName(option) + " " + std::string(problem) + ", got '" +
                                                value + "'");
+              }
+            }
+            return Status::Ok();
+          },
+          [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*field) {
+            const std::vector<RemoteWriteEndpointConfig>& endpoints = config.*field;
+            for (size_t i = 0; i < endpoints.size(); ++i) {
+              const std::string problem = EndpointProblem(endpoints[i]);
+              if (!problem.empty()) {
+                return Status::InvalidArgument(std::string(option.yaml) + "[" + std::to_string(i) + "] (" +
+                                               endpoints[i].url + "): " + problem);
               }
             }
             return Status::Ok();
@@ -307,6 +406,27 @@ Status ValidateConfig(const AgentConfig& config) {
     if (collector.interval.count() <= 0) {
       return Status::InvalidArgument("collectors." + name + ".interval must be positive");
     }
+  }
+  // Credentials and client certificates come in pairs; basic auth and a bearer token exclude each other.
+  const std::string pairs[] = {
+      PairProblem("sinks.remote_write.basic_auth.username", config.remote_write_basic_auth_username,
+                  "sinks.remote_write.basic_auth.password_file",
+                  config.remote_write_basic_auth_password_file),
+      PairProblem("sinks.remote_write.tls.cert_file", config.remote_write_tls_cert_file,
+                  "sinks.remote_write.tls.key_file", config.remote_write_tls_key_file),
+      PairProblem("sinks.otlp.basic_auth.username", config.otlp_basic_auth_username,
+                  "sinks.otlp.basic_auth.password_file", config.otlp_basic_auth_password_file),
+      PairProblem("sinks.otlp.tls.cert_file", config.otlp_tls_cert_file, "sinks.otlp.tls.key_file",
+                  config.otlp_tls_key_file),
+      !config.remote_write_basic_auth_username.empty() && !config.remote_write_bearer_token_file.empty()
+          ? "sinks.remote_write.basic_auth and sinks.remote_write.bearer_token_file are exclusive"
+          : "",
+      !config.otlp_basic_auth_username.empty() && !config.otlp_bearer_token_file.empty()
+          ? "sinks.otlp.basic_auth and sinks.otlp.bearer_token_file are exclusive"
+          : "",
+  };
+  for (const std::string& problem : pairs) {
+    if (!problem.empty()) return Status::InvalidArgument(problem);
   }
   if ((!config.loki_url.empty() || !config.otlp_url.empty()) && config.events_state_dir.empty() &&
       config.queue_dir.empty()) {

@@ -23,6 +23,25 @@ struct CollectorConfig {
   std::chrono::milliseconds interval{1000};
 };
 
+// One remote_write receiver with settings of its own (sinks.remote_write.endpoints in the YAML file):
+// sites push to backends that take different credentials. The shared remote_write options (tenant,
+// basic auth, bearer token, client certificate) apply only to the URLs of sinks.remote_write.urls, not
+// to these.
+struct RemoteWriteEndpointConfig {
+  std::string url;                  // required
+  std::string protocol;             // 1.0, 2.0 or auto; empty: sinks.remote_write.protocol
+  std::string tenant;               // X-Scope-OrgID
+  std::string basic_auth_username;  // with the password file
+  std::string basic_auth_password_file;
+  std::string bearer_token_file;
+  std::string tls_ca_file;  // empty: sinks.tls_ca_file
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::vector<std::string> headers;  // Name=value
+
+  bool operator==(const RemoteWriteEndpointConfig&) const = default;
+};
+
 struct AgentConfig {
   std::string config_file;
 
@@ -83,6 +102,13 @@ struct AgentConfig {
   std::string loki_format = "protobuf";  // protobuf (snappy) or json
   std::string loki_tenant;               // X-Scope-OrgID
   std::string otlp_url;                  // e.g. http://collector:4318/v1/logs
+  // OTLP logs and metrics alike: extra headers, credentials and client certificate
+  std::vector<std::string> otlp_headers;  // Name=value, repeatable
+  std::string otlp_basic_auth_username;
+  std::string otlp_basic_auth_password_file;
+  std::string otlp_bearer_token_file;
+  std::string otlp_tls_cert_file;
+  std::string otlp_tls_key_file;
   // OTLP metrics: every interval the current snapshot is queued under <queue>/otlp_metrics and sent.
   std::string otlp_metrics_url;  // e.g. http://collector:4318/v1/metrics; empty: off
   std::chrono::milliseconds otlp_metrics_interval{15000};
@@ -99,9 +125,10 @@ struct AgentConfig {
   std::string remote_write_tenant;                         // X-Scope-OrgID
   std::string remote_write_basic_auth_username;            // with the password file
   std::string remote_write_basic_auth_password_file;
-  std::string remote_write_bearer_token_file;  // Authorization: Bearer <file's content>
-  std::string remote_write_tls_cert_file;      // https client certificate (PEM)
-  std::string remote_write_tls_key_file;       // and its key
+  std::string remote_write_bearer_token_file;                     // Authorization: Bearer <file's content>
+  std::string remote_write_tls_cert_file;                         // https client certificate (PEM)
+  std::string remote_write_tls_key_file;                          // and its key
+  std::vector<RemoteWriteEndpointConfig> remote_write_endpoints;  // YAML only; each with its own settings
 
   // Keyed by collector name; filled with every registered collector's defaults before parsing.
   std::map<std::string, CollectorConfig, std::less<>> collectors;

@@ -20,6 +20,9 @@ std::string_view TypeName(const OptionSpec& option) {
                         [](int AgentConfig::*) { return std::string_view("int"); },
                         [](std::chrono::milliseconds AgentConfig::*) { return std::string_view("duration"); },
                         [](std::vector<std::string> AgentConfig::*) { return std::string_view("list"); },
+                        [](std::vector<RemoteWriteEndpointConfig> AgentConfig::*) {
+                          return std::string_view("list of endpoints");
+                        },
                     },
                     option.field);
 }
@@ -35,6 +38,12 @@ std::string ValueText(const OptionSpec& option, const AgentConfig& config) {
           [&](std::vector<std::string> AgentConfig::*field) {
             std::string out;
             for (const std::string& item : config.*field) out += (out.empty() ? "" : ", ") + item;
+            return out;
+          },
+          [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*field) {
+            std::string out;
+            for (const RemoteWriteEndpointConfig& item : config.*field)
+              out += (out.empty() ? "" : ", ") + item.url;
             return out;
           },
       },
@@ -96,6 +105,7 @@ std::string Placeholder(const OptionSpec& option) {
                         [](int AgentConfig::*) { return std::string("=INT"); },
                         [](std::chrono::milliseconds AgentConfig::*) { return std::string("=DURATION"); },
                         [](std::vector<std::string> AgentConfig::*) { return std::string("=STRING"); },
+                        [](std::vector<RemoteWriteEndpointConfig> AgentConfig::*) { return std::string(); },
                     },
                     option.field);
 }
@@ -118,6 +128,11 @@ std::string YamlValue(const OptionSpec& option, const AgentConfig& config) {
                             out += (out.size() == 1 ? "" : ", ") + YamlQuoted(item);
                           }
                           return out + "]";
+                        },
+                        [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*field) {
+                          // Only the empty default is rendered: the docs show the keys of an endpoint
+                          // in the option's help.
+                          return std::string((config.*field).empty() ? "[]" : "[...]");
                         },
                         [&](auto) { return ValueText(option, config); },
                     },

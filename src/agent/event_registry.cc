@@ -3,11 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "src/core/log.h"
 #include "src/events/sources/file_source.h"
 #include "src/events/sources/journal_source.h"
 #include "src/events/sources/kmsg_source.h"
-#include "src/platform/file.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "src/sinks/otlp/otlp_metrics_sink.h"
@@ -63,6 +61,12 @@ EventSourceEntry JournalSourceEntry() {
           [] { return std::vector<MetricDescription>{}; }};
 }
 
+// "name=value" (validated by the options) as a pair.
+std::pair<std::string, std::string> SplitPair(const std::string& pair) {
+  const size_t eq = pair.find('=');
+  return {pair.substr(0, eq), pair.substr(eq + 1)};
+}
+
 // The options every queue-reading push sink shares.
 PushSinkOptions QueueSinkOptions(const AgentConfig& config, std::string name, std::string url) {
   PushSinkOptions o;
@@ -70,6 +74,57 @@ PushSinkOptions QueueSinkOptions(const AgentConfig& config, std::string name, st
   o.url = std::move(url);
   o.ca_file = config.sink_tls_ca_file;
   return o;
+}
+
+// The OTLP sinks' receiver (logs and metrics alike): headers, credentials and client certificate.
+PushEndpoint OtlpEndpoint(const AgentConfig& config, std::string url) {
+  PushEndpoint e;
+  e.url = std::move(url);
+  for (const std::string& header : config.otlp_headers) e.headers.push_back(SplitPair(header));
+  e.ca_file = config.sink_tls_ca_file;
+  e.cert_file = config.otlp_tls_cert_file;
+  e.key_file = config.otlp_tls_key_file;
+  e.username = config.otlp_basic_auth_username;
+  e.password_file = config.otlp_basic_auth_password_file;
+  e.bearer_token_file = config.otlp_bearer_token_file;
+  return e;
+}
+
+// The remote_write receivers: the URLs with the shared settings, then the endpoints with their own.
+std::vector<RemoteWriteEndpoint> RemoteWriteEndpoints(const AgentConfig& config) {
+  RemoteWriteProtocol shared_protocol = RemoteWriteProtocol::kV1;
+  ParseRemoteWriteProtocol(config.remote_write_protocol, &shared_protocol);  // validated by the options
+  std::vector<RemoteWriteEndpoint> out;
+  for (const std::string& url : config.remote_write_urls) {
+    RemoteWriteEndpoint e;
+    e.url = url;
+    e.protocol = shared_protocol;
+    if (!config.remote_write_tenant.empty())
+      e.headers.emplace_back("X-Scope-OrgID", config.remote_write_tenant);
+    e.ca_file = config.sink_tls_ca_file;
+    e.cert_file = config.remote_write_tls_cert_file;
+    e.key_file = config.remote_write_tls_key_file;
+    e.username = config.remote_write_basic_auth_username;
+    e.password_file = config.remote_write_basic_auth_password_file;
+    e.bearer_token_file = config.remote_write_bearer_token_file;
+    out.push_back(std::move(e));
+  }
+  for (const RemoteWriteEndpointConfig& c : config.remote_write_endpoints) {
+    RemoteWriteEndpoint e;
+    e.url = c.url;
+    e.protocol = shared_protocol;
+    if (!c.protocol.empty()) ParseRemoteWriteProtocol(c.protocol, &e.protocol);  // validated
+    if (!c.tenant.empty()) e.headers.emplace_back("X-Scope-OrgID", c.tenant);
+    for (const std::string& header : c.headers) e.headers.push_back(SplitPair(header));
+    e.ca_file = c.tls_ca_file.empty() ? config.sink_tls_ca_file : c.tls_ca_file;
+    e.cert_file = c.tls_cert_file;
+    e.key_file = c.tls_key_file;
+    e.username = c.basic_auth_username;
+    e.password_file = c.basic_auth_password_file;
+    e.bearer_token_file = c.bearer_token_file;
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 PushSinkEntry LokiSinkEntry() {
@@ -96,7 +151,9 @@ PushSinkEntry OtlpSinkEntry() {
   return {"otlp", "events as OTLP/HTTP logs",
           [](const AgentConfig& config) { return !config.otlp_url.empty(); },
           [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
-            PushSinkOptions o = QueueSinkOptions(config, "otlp", config.otlp_url);
+            PushSinkOptions o;
+            static_cast<PushEndpoint&>(o) = OtlpEndpoint(config, config.otlp_url);
+            o.name = "otlp";
             o.encode = [](const std::vector<std::string>& records) {
               EncodedBody body;
               body.body = OtlpBodyForRecords(records, nullptr);
@@ -122,11 +179,10 @@ PushSinkEntry OtlpMetricsSinkEntry() {
       [](const AgentConfig& config) { return !config.otlp_metrics_url.empty(); },
       [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
         OtlpMetricsOptions o;
-        o.url = config.otlp_metrics_url;
+        o.endpoint = OtlpEndpoint(config, config.otlp_metrics_url);
         o.interval = config.otlp_metrics_interval;
         o.resource_attributes = {{"service.name", "gpuscope-agent"},
                                  {"host.name", std::string(context.host)}};
-        o.ca_file = config.sink_tls_ca_file;
         o.queue_directory = MetricsQueueDirectory(config, "otlp_metrics");
         o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
         o.snapshots = context.snapshots;
@@ -140,33 +196,15 @@ PushSinkEntry OtlpMetricsSinkEntry() {
 PushSinkEntry RemoteWriteSinkEntry() {
   PushSinkEntry entry{
       "remote_write", "the metrics by Prometheus remote_write 1.0 or 2.0, every --sink.remote-write.interval",
-      [](const AgentConfig& config) { return !config.remote_write_urls.empty(); },
+      [](const AgentConfig& config) {
+        return !config.remote_write_urls.empty() || !config.remote_write_endpoints.empty();
+      },
       [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
         RemoteWriteOptions o;
-        o.urls = config.remote_write_urls;
-        ParseRemoteWriteProtocol(config.remote_write_protocol, &o.protocol);  // validated by the options
+        o.endpoints = RemoteWriteEndpoints(config);
         o.interval = config.remote_write_interval;
-        for (const std::string& pair : config.remote_write_external_labels) {
-          const size_t eq = pair.find('=');  // validated: name=value
-          o.external_labels.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
-        }
-        if (!config.remote_write_tenant.empty())
-          o.headers.emplace_back("X-Scope-OrgID", config.remote_write_tenant);
-        o.username = config.remote_write_basic_auth_username;
-        if (!config.remote_write_basic_auth_password_file.empty()) {
-          std::string password;
-          if (ReadFileInto(config.remote_write_basic_auth_password_file, &password, 64 << 10) != 0) {
-            Log(LogLevel::kWarn, "remote_write cannot read the basic auth password file",
-                {{"file", config.remote_write_basic_auth_password_file}});
-          }
-          while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
-            password.pop_back();
-          o.password = std::move(password);
-        }
-        o.bearer_token_file = config.remote_write_bearer_token_file;
-        o.ca_file = config.sink_tls_ca_file;
-        o.cert_file = config.remote_write_tls_cert_file;
-        o.key_file = config.remote_write_tls_key_file;
+        for (const std::string& pair : config.remote_write_external_labels)
+          o.external_labels.push_back(SplitPair(pair));
         o.queue_directory = MetricsQueueDirectory(config, "remote_write");
         o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
         o.snapshots = context.snapshots;

@@ -1,5 +1,7 @@
 #include "src/agent/options.h"
 
+#include <algorithm>
+
 namespace gpuscope {
 namespace {
 
@@ -36,6 +38,32 @@ constexpr std::string_view LabelPair(std::string_view value) {
     const char c = name[i];
     const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
     if (!letter && !(i > 0 && c >= '0' && c <= '9')) return "must have a label name [a-zA-Z_][a-zA-Z0-9_]*";
+  }
+  return "";
+}
+
+// Name=value for an HTTP header a push sink adds to its requests: the name an RFC 9110 token, the value
+// without line breaks; not one of the headers the sinks set themselves.
+std::string_view HeaderPair(std::string_view value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string_view::npos || eq == 0) return "must be Name=value";
+  const std::string_view name = value.substr(0, eq);
+  for (const char c : name) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      return "must have a header name of letters, digits and !#$%&'*+-.^_`|~";
+  }
+  if (value.substr(eq + 1).find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
+    return "must not have a line break in the value";
+  constexpr std::string_view kReserved[] = {
+      "content-type", "content-encoding", "content-length", "transfer-encoding",
+      "host",         "connection",       "expect"};
+  for (std::string_view reserved : kReserved) {
+    const bool same = name.size() == reserved.size() &&
+                      std::equal(name.begin(), name.end(), reserved.begin(), [](char a, char b) {
+                        return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
+                      });
+    if (same) return "must not name a header the sink sets itself";
   }
   return "";
 }
@@ -260,6 +288,38 @@ constexpr OptionSpec kOptions[] = {
      .flag = "sink.otlp.metrics-interval",
      .field = &AgentConfig::otlp_metrics_interval,
      .help = "How often the current metrics are queued for OTLP."},
+    {.yaml = "sinks.otlp.headers",
+     .flag = "sink.otlp.header",
+     .field = &AgentConfig::otlp_headers,
+     .help = "Name=value of a header sent with every OTLP request, logs and metrics (an API key, a tenant); "
+             "repeatable. OTEL_EXPORTER_OTLP_HEADERS is not read: the agent's flags and file say it all.",
+     .default_text = "none",
+     .check = HeaderPair},
+    {.yaml = "sinks.otlp.basic_auth.username",
+     .flag = "sink.otlp.basic-auth.username",
+     .field = &AgentConfig::otlp_basic_auth_username,
+     .help = "HTTP basic auth user for OTLP logs and metrics (with the password file).",
+     .default_text = "none"},
+    {.yaml = "sinks.otlp.basic_auth.password_file",
+     .flag = "sink.otlp.basic-auth.password-file",
+     .field = &AgentConfig::otlp_basic_auth_password_file,
+     .help = "File holding the OTLP basic auth password, read at start (trailing newline ignored).",
+     .default_text = "none"},
+    {.yaml = "sinks.otlp.bearer_token_file",
+     .flag = "sink.otlp.bearer-token-file",
+     .field = &AgentConfig::otlp_bearer_token_file,
+     .help = "File holding a bearer token for OTLP logs and metrics, read again for every request.",
+     .default_text = "none"},
+    {.yaml = "sinks.otlp.tls.cert_file",
+     .flag = "sink.otlp.tls.cert-file",
+     .field = &AgentConfig::otlp_tls_cert_file,
+     .help = "PEM client certificate for https OTLP (CAs: sink.tls.ca-file).",
+     .default_text = "none"},
+    {.yaml = "sinks.otlp.tls.key_file",
+     .flag = "sink.otlp.tls.key-file",
+     .field = &AgentConfig::otlp_tls_key_file,
+     .help = "PEM key of that client certificate.",
+     .default_text = "none"},
     {.yaml = "sinks.tls_ca_file",
      .flag = "sink.tls.ca-file",
      .field = &AgentConfig::sink_tls_ca_file,
@@ -308,12 +368,12 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "sinks.remote_write.basic_auth.username",
      .flag = "sink.remote-write.basic-auth.username",
      .field = &AgentConfig::remote_write_basic_auth_username,
-     .help = "HTTP basic auth user for remote_write (with the password file).",
+     .help = "HTTP basic auth user for the remote_write URLs (with the password file).",
      .default_text = "none"},
     {.yaml = "sinks.remote_write.basic_auth.password_file",
      .flag = "sink.remote-write.basic-auth.password-file",
      .field = &AgentConfig::remote_write_basic_auth_password_file,
-     .help = "File holding the basic auth password (trailing newline ignored).",
+     .help = "File holding the basic auth password, read at start (trailing newline ignored).",
      .default_text = "none"},
     {.yaml = "sinks.remote_write.bearer_token_file",
      .flag = "sink.remote-write.bearer-token-file",
@@ -329,6 +389,15 @@ constexpr OptionSpec kOptions[] = {
      .flag = "sink.remote-write.tls.key-file",
      .field = &AgentConfig::remote_write_tls_key_file,
      .help = "PEM key of that client certificate.",
+     .default_text = "none"},
+    {.yaml = "sinks.remote_write.endpoints",
+     .flag = "",
+     .field = &AgentConfig::remote_write_endpoints,
+     .help = "More remote_write receivers, each with settings of its own (the tenant, basic auth, bearer "
+             "token and client certificate options above apply only to the urls): a list of {url, "
+             "protocol, tenant, basic_auth: {username, password_file}, bearer_token_file, tls: {ca_file, "
+             "cert_file, key_file}, headers: [Name=value]}; url is required, protocol defaults to "
+             "sinks.remote_write.protocol and tls.ca_file to sinks.tls_ca_file.",
      .default_text = "none"},
 
     {.yaml = "log.level",
@@ -432,6 +501,10 @@ static_assert(ValidationFitsTheType(),
 }  // namespace
 
 std::span<const OptionSpec> AgentOptions() { return kOptions; }
+
+std::string_view CheckHttpUrl(std::string_view value) { return HttpUrl(value); }
+std::string_view CheckHeaderPair(std::string_view value) { return HeaderPair(value); }
+std::span<const std::string_view> RemoteWriteProtocolChoices() { return kRemoteWriteProtocols; }
 
 std::string OptionName(const OptionSpec& option) {
   if (option.yaml.empty()) return "--" + std::string(option.flag);

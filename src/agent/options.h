@@ -21,10 +21,11 @@ namespace gpuscope {
 
 // The AgentConfig field an option sets; its type is the option's type. A bool is a switch (--x,
 // --x=false, --no-x); a string list is a repeatable flag (each occurrence adds one value to the file's
-// list) and a YAML list (or a single string).
+// list) and a YAML list (or a single string); a list of endpoints is YAML only: a list of mappings.
 using OptionField =
     std::variant<std::string AgentConfig::*, bool AgentConfig::*, int AgentConfig::*,
-                 std::chrono::milliseconds AgentConfig::*, std::vector<std::string> AgentConfig::*>;
+                 std::chrono::milliseconds AgentConfig::*, std::vector<std::string> AgentConfig::*,
+                 std::vector<RemoteWriteEndpointConfig> AgentConfig::*>;
 
 // Visits an OptionField with one lambda per type: std::visit(Overloaded{...}, option.field).
 template <typename... Fns>
@@ -52,6 +53,12 @@ struct OptionSpec {
 
 // Every option, in the order --help and the docs list them.
 std::span<const OptionSpec> AgentOptions();
+
+// The table's checks of single values, for the values inside a list of endpoints (ValidateConfig):
+// what is wrong, "" when the value is fine.
+std::string_view CheckHttpUrl(std::string_view value);
+std::string_view CheckHeaderPair(std::string_view value);  // Name=value of an extra request header
+std::span<const std::string_view> RemoteWriteProtocolChoices();
 
 // How an option is named in messages: its YAML key and flag, e.g. "web.listen_address
 // (--web.listen-address)", or whichever of the two it has.

@@ -13,18 +13,14 @@ Usage: events_test.py AGENT SIM_LIBRARY PUSH_RECEIVER REPO_ROOT
 Environment: GPUSCOPE_E2E_CYCLES  kill -9 cycles of the agent (default 20)
              GPUSCOPE_E2E_SEED    seed of the random kill moments (default: random, printed)"""
 
-import json
 import os
 import random
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -46,75 +42,8 @@ def status_value(pid, field):
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
-class Receiver:
-    """gpuscope-push-receiver on 127.0.0.1. Each start records into a new file; a restart keeps the port."""
-
-    def __init__(self, workdir, mode="ok", port=0, start=True):
-        self.workdir = workdir
-        self.port = port
-        self.outputs = []
-        self.process = None
-        self._stdout = None
-        if start:
-            self.start(mode)
-
-    def start(self, mode="ok"):
-        n = len(self.outputs)
-        output = os.path.join(self.workdir, f"received-{n}.jsonl")
-        stdout_path = os.path.join(self.workdir, f"receiver-{n}.out")
-        self.outputs.append(output)
-        self._stdout = open(stdout_path, "w")
-        self.process = subprocess.Popen([RECEIVER, "--output", output, "--port", str(self.port), "--mode", mode],
-                                        stdout=self._stdout, stderr=subprocess.STDOUT)
-
-        def listening():
-            if self.process.poll() is not None:
-                raise AssertionError(f"receiver exited with {self.process.returncode}")
-            with open(stdout_path) as f:
-                match = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            return int(match.group(1)) if match else None
-
-        self.port = harness.wait_for(listening, 30, "the receiver's listening line")
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def set_mode(self, mode):
-        request = urllib.request.Request(self.url(f"/control?mode={mode}"), data=b"", method="POST")
-        with urllib.request.urlopen(request, timeout=5) as response:
-            assert response.status == 200
-
-    def stats(self):
-        return json.loads(harness.http_get(self.url("/stats"))[2])
-
-    def kill9(self):
-        self.process.kill()
-        self.process.wait()
-        self._stdout.close()
-
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=15)
-        if self._stdout is not None:
-            self._stdout.close()
-
-    def entries(self, sink=None):
-        """Every recorded entry, in arrival order. A line without its newline (a run killed mid-write, or one
-        being written now) is skipped: it was never acknowledged. Every other line must be strict UTF-8."""
-        out = []
-        for path in self.outputs:
-            if not os.path.exists(path):
-                continue
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
-            for raw in lines[:-1]:
-                entry = json.loads(raw.decode("utf-8", errors="strict"))
-                if "error" in entry:
-                    raise AssertionError(f"the receiver could not decode a push: {entry}")
-                if sink is None or entry["sink"] == sink:
-                    out.append(entry)
-        return out
+def Receiver(workdir, mode="ok", port=0, start=True):
+    return harness.FaultReceiver(RECEIVER, workdir, mode=mode, port=port, start=start)
 
 
 def text(entry):
@@ -178,8 +107,7 @@ class EventPathTestCase(unittest.TestCase):
         self.receiver = None
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.has_failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)

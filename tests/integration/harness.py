@@ -9,6 +9,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -36,9 +37,16 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def http_get(url, headers=None, timeout=5):
+def has_failed(test):
+    """In a unittest.TestCase's tearDown: whether this test failed or raised (to print the logs of what
+    it started)."""
+    result = getattr(test._outcome, "result", None)
+    return result is not None and any(t is test for t, _ in result.errors + result.failures)
+
+
+def http_get(url, headers=None, timeout=5, context=None):
     request = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
         return response.status, dict(response.headers), response.read()
 
 
@@ -86,15 +94,24 @@ class Agent:
     def cleanup(self):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def finish(self, show_log=False):
+        """stop() and cleanup(); with show_log (a failed test's tearDown) the log's tail goes to stderr first."""
+        if show_log:
+            print(f"--- agent log ---\n{self.read_log()[-4000:]}", file=sys.stderr)
+        self.stop()
+        self.cleanup()
+
 
 class Prometheus:
     """A real Prometheus scraping the given targets every second: `binary`, else $GPUSCOPE_PROMETHEUS (the
     tests that run again on Prometheus 3 set it), else Debian's on PATH. extra_config: top-level YAML
     appended after scrape_configs (e.g. an alerting section). config: a whole configuration file's text
-    instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused)."""
+    instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused). Behind a
+    --web.config.file (in extra_args) the test's own API calls need `headers` (basic auth) and, for TLS,
+    an ssl `context` (which makes the URL https)."""
 
     def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
-                 port=None, config=None, extra_args=()):
+                 port=None, config=None, extra_args=(), headers=None, context=None):
         self.binary = (binary or os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus")
                        or "/usr/bin/prometheus")
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
@@ -116,13 +133,15 @@ class Prometheus:
             [self.binary, f"--config.file={config_path}", f"--storage.tsdb.path={self.workdir}/data",
              f"--web.listen-address=127.0.0.1:{self.port}", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.headers = headers or {}
+        self.context = context
+        self.url = f"{'https' if context else 'http'}://127.0.0.1:{self.port}"
         wait_for(self._ready, 60, "Prometheus to be ready")
 
     def _ready(self):
         if self.process.poll() is not None:
             raise AssertionError(f"prometheus exited with {self.process.returncode}")
-        return http_get(self.url + "/-/ready")[0] == 200
+        return http_get(self.url + "/-/ready", self.headers, context=self.context)[0] == 200
 
     def query(self, promql, at=None):
         """Instant query, at `at` (Unix seconds) when given, else now."""
@@ -130,7 +149,7 @@ class Prometheus:
         if at is not None:
             params["time"] = f"{at:.3f}"
         url = self.url + "/api/v1/query?" + urllib.parse.urlencode(params)
-        body = json.loads(http_get(url)[2])
+        body = json.loads(http_get(url, self.headers, context=self.context)[2])
         if body.get("status") != "success":
             raise AssertionError(f"query {promql!r} failed: {body}")
         return body["data"]["result"]
@@ -148,17 +167,20 @@ class Prometheus:
 
 class VictoriaMetrics:
     """A real single-node VictoriaMetrics (Debian package) on loopback, taking remote_write 1.0 at
-    /api/v1/write; its Prometheus-compatible query API answers at once (no latency offset)."""
+    /api/v1/write; its Prometheus-compatible query API answers at once (no latency offset). extra_args
+    (e.g. -httpAuth.username) go on its command line; `headers` on the test's own API calls."""
 
-    def __init__(self, binary=None, port=None):
+    def __init__(self, binary=None, port=None, extra_args=(), headers=None):
         self.binary = binary or shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-vm-")
         self.port = port or free_port()
         self.log = open(os.path.join(self.workdir, "vm.log"), "w")
         self.process = subprocess.Popen(
             [self.binary, f"-storageDataPath={self.workdir}/data", f"-httpListenAddr=127.0.0.1:{self.port}",
-             "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache"],
+             "-retentionPeriod=100y", "-search.latencyOffset=0s", "-search.disableCache", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
+        self.headers = headers or {}
+        self.context = None
         self.url = f"http://127.0.0.1:{self.port}"
         wait_for(self._ready, 30, "VictoriaMetrics to be ready")
 
@@ -166,7 +188,7 @@ class VictoriaMetrics:
         if self.process.poll() is not None:
             raise AssertionError(f"victoria-metrics exited with {self.process.returncode}")
         try:
-            return http_get(self.url + "/health")[0] == 200
+            return http_get(self.url + "/health", self.headers)[0] == 200
         except OSError:
             return False
 
@@ -181,6 +203,102 @@ class VictoriaMetrics:
                 self.process.kill()
         self.log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class FaultReceiver:
+    """gpuscope-push-receiver (tests/tools/push_receiver, our own receiver for the faults a real one cannot
+    produce) on 127.0.0.1. Each start records into a new file; a restart keeps the port."""
+
+    def __init__(self, binary, workdir, mode="ok", port=0, start=True):
+        self.binary = binary
+        self.workdir = workdir
+        self.port = port
+        self.outputs = []
+        self.process = None
+        self._stdout = None
+        if start:
+            self.start(mode)
+
+    def start(self, mode="ok"):
+        n = len(self.outputs)
+        output = os.path.join(self.workdir, f"received-{n}.jsonl")
+        stdout_path = os.path.join(self.workdir, f"receiver-{n}.out")
+        self.outputs.append(output)
+        self._stdout = open(stdout_path, "w")
+        self.process = subprocess.Popen([self.binary, "--output", output, "--port", str(self.port), "--mode", mode],
+                                        stdout=self._stdout, stderr=subprocess.STDOUT)
+
+        def listening():
+            if self.process.poll() is not None:
+                raise AssertionError(f"receiver exited with {self.process.returncode}")
+            with open(stdout_path) as f:
+                match = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+            return int(match.group(1)) if match else None
+
+        self.port = wait_for(listening, 30, "the receiver's listening line")
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def set_mode(self, mode):
+        request = urllib.request.Request(self.url(f"/control?mode={mode}"), data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 200
+
+    def stats(self):
+        return json.loads(http_get(self.url("/stats"))[2])
+
+    def kill9(self):
+        self.process.kill()
+        self.process.wait()
+        self._stdout.close()
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
+        if self._stdout is not None:
+            self._stdout.close()
+
+    def entries(self, sink=None):
+        """Every recorded entry, in arrival order. A line without its newline (a run killed mid-write, or one
+        being written now) is skipped: it was never acknowledged. Every other line must be strict UTF-8."""
+        out = []
+        for path in self.outputs:
+            if not os.path.exists(path):
+                continue
+            with open(path, "rb") as f:
+                lines = f.read().split(b"\n")
+            for raw in lines[:-1]:
+                entry = json.loads(raw.decode("utf-8", errors="strict"))
+                if "error" in entry:
+                    raise AssertionError(f"the receiver could not decode a push: {entry}")
+                if sink is None or entry.get("sink") == sink:
+                    out.append(entry)
+        return out
+
+
+def make_certificates(directory):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate (extendedKeyUsage clientAuth), both
+    signed by the CA, made with openssl in `directory`. Returns {name: path} for ca, server_cert,
+    server_key, client_cert, client_key."""
+    def run(*command):
+        subprocess.run(command, check=True, capture_output=True)
+    p = {name: os.path.join(directory, name) for name in
+         ("ca.pem", "ca.key", "server.pem", "server.key", "client.pem", "client.key")}
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=gpuscope test CA",
+        "-keyout", p["ca.key"], "-out", p["ca.pem"])
+    for who, extensions in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                            ("client", "extendedKeyUsage=clientAuth\n")):
+        csr, ext = os.path.join(directory, who + ".csr"), os.path.join(directory, who + ".ext")
+        with open(ext, "w") as f:
+            f.write(extensions)
+        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN=gpuscope {who}",
+            "-keyout", p[who + ".key"], "-out", csr)
+        run("openssl", "x509", "-req", "-in", csr, "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
+            "-days", "1", "-extfile", ext, "-out", p[who + ".pem"])
+    return {"ca": p["ca.pem"], "server_cert": p["server.pem"], "server_key": p["server.key"],
+            "client_cert": p["client.pem"], "client_key": p["client.key"]}
 
 
 def parse_exposition(text):

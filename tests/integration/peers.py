@@ -80,22 +80,33 @@ class VictoriaLogs:
 class OtelCollector:
     """The OpenTelemetry Collector (tests/tools/otelcol/main.go: OTLP receiver, file exporter) with OTLP/HTTP
     on 127.0.0.1 and every log and metric request it decoded written as one JSON line (OTLP/JSON). stop()
-    and start() keep the port and the output file."""
+    and start() keep the port and the output file. tls: {cert_file, key_file, client_ca_file} serves https
+    (requiring a client certificate signed by client_ca_file); `context` is then the test's own ssl context
+    for reaching it. bearer_token: the OTLP receiver takes only requests with "Authorization: Bearer <it>"
+    (contrib's bearertokenauth extension); others are answered 401."""
 
-    def __init__(self, binary, start=True):
+    def __init__(self, binary, start=True, tls=None, context=None, bearer_token=None):
         self.binary = binary
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-otelcol-")
         self.port = harness.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.context = context
         self.output = os.path.join(self.workdir, "received.jsonl")
         self.config = os.path.join(self.workdir, "config.yaml")
         pipeline = "{receivers: [otlp], exporters: [file]}"
+        http_extra, extensions, service_extensions = "", "", ""
+        if tls:
+            http_extra += ", tls: {" + ", ".join(f"{k}: '{v}'" for k, v in tls.items()) + "}"
+        if bearer_token:
+            http_extra += ", auth: {authenticator: bearertokenauth}"
+            extensions = f"extensions:\n  bearertokenauth: {{token: '{bearer_token}'}}\n"
+            service_extensions = "  extensions: [bearertokenauth]\n"
         with open(self.config, "w") as f:
-            f.write("receivers:\n"
-                    f"  otlp: {{protocols: {{http: {{endpoint: '127.0.0.1:{self.port}'}}}}}}\n"
+            f.write(extensions + "receivers:\n"
+                    f"  otlp: {{protocols: {{http: {{endpoint: '127.0.0.1:{self.port}'{http_extra}}}}}}}\n"
                     "exporters:\n"
                     f"  file: {{path: '{self.output}', append: true, flush_interval: 100ms}}\n"
-                    "service:\n"
+                    "service:\n" + service_extensions +
                     "  telemetry: {metrics: {level: none}, logs: {level: warn}}\n"
                     f"  pipelines: {{logs: {pipeline}, metrics: {pipeline}}}\n")
         self.process = None
@@ -114,7 +125,7 @@ class OtelCollector:
         if self.process.poll() is not None:
             raise AssertionError(f"otelcol exited with {self.process.returncode}: {self.read_log()}")
         try:
-            harness.http_get(self.url + "/v1/logs")
+            harness.http_get(self.url + "/v1/logs", context=self.context)
         except urllib.error.HTTPError:
             pass  # listening: a GET of the OTLP path is refused (405)
         return True

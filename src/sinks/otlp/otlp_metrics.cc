@@ -1,6 +1,9 @@
 #include "src/sinks/otlp/otlp_metrics.h"
 
 #include <bit>
+#include <map>
+#include <string_view>
+#include <utility>
 
 #include "src/core/utf8.h"
 #include "src/sinks/otlp/protowire.h"
@@ -14,10 +17,35 @@ using protowire::AppendVarintField;
 
 constexpr uint64_t kAggregationTemporalityCumulative = 2;
 
+// hpc_job -> its user and account, from the snapshot's gpuscope_job_info.
+using JobIdentity = std::map<std::string, std::pair<std::string, std::string>, std::less<>>;
+
+std::string_view LabelValue(const Labels& labels, std::string_view name) {
+  for (const auto& [key, value] : labels) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+JobIdentity JobIdentityOf(std::span<const MetricFamily* const> families) {
+  JobIdentity out;
+  for (const MetricFamily* family : families) {
+    if (family->name != "gpuscope_job_info") continue;
+    for (const Sample& sample : family->samples) {
+      const std::string_view job = LabelValue(sample.labels, "hpc_job");
+      if (job.empty()) continue;
+      out.emplace(std::string(job),
+                  std::pair<std::string, std::string>(LabelValue(sample.labels, "user"),
+                                                      LabelValue(sample.labels, "account")));
+    }
+  }
+  return out;
+}
+
 // NumberDataPoint { fixed64 start_time_unix_nano = 2; fixed64 time_unix_nano = 3; double as_double = 4;
 //                   repeated KeyValue attributes = 7; }
 std::string EncodeDataPoint(const Sample& sample, double value, uint64_t start_time_unix_nano,
-                            uint64_t time_unix_nano) {
+                            uint64_t time_unix_nano, const JobIdentity& jobs) {
   std::string out;
   if (start_time_unix_nano != 0) AppendFixed64Field(out, 2, start_time_unix_nano);
   AppendFixed64Field(out, 3, time_unix_nano);
@@ -28,13 +56,23 @@ std::string EncodeDataPoint(const Sample& sample, double value, uint64_t start_t
     if (label_value.empty()) continue;
     AppendBytesField(out, 7, EncodeOtlpKeyValue({key, label_value}));
   }
+  // A point of a job's GPU carries who runs it: OTLP backends seldom join series.
+  const std::string_view job = LabelValue(sample.labels, "hpc_job");
+  const auto identity = job.empty() ? jobs.end() : jobs.find(job);
+  if (identity != jobs.end()) {
+    if (!identity->second.first.empty() && LabelValue(sample.labels, "user").empty())
+      AppendBytesField(out, 7, EncodeOtlpKeyValue({"user", identity->second.first}));
+    if (!identity->second.second.empty() && LabelValue(sample.labels, "account").empty())
+      AppendBytesField(out, 7, EncodeOtlpKeyValue({"account", identity->second.second}));
+  }
   return out;
 }
 
 // Metric { string name = 1; string description = 2; string unit = 3; Gauge gauge = 5; Sum sum = 7; }
 // for `run`: families of one name (a snapshot may hold a name's samples in several families, from
 // different collectors, next to each other), described by the first.
-std::string EncodeMetric(const OtlpMetricsRequest& request, std::span<const MetricFamily* const> run) {
+std::string EncodeMetric(const OtlpMetricsRequest& request, std::span<const MetricFamily* const> run,
+                         const JobIdentity& jobs) {
   const MetricFamily& family = *run.front();
   const bool sum = family.type == MetricType::kCounter;
   const bool info = family.type == MetricType::kInfo;
@@ -46,7 +84,7 @@ std::string EncodeMetric(const OtlpMetricsRequest& request, std::span<const Metr
     for (const Sample& sample : part->samples) {
       AppendBytesField(data, 1,
                        EncodeDataPoint(sample, info ? 1.0 : sample.value,
-                                       sum ? request.start_time_unix_nano : 0, request.time_unix_nano));
+                                       sum ? request.start_time_unix_nano : 0, request.time_unix_nano, jobs));
     }
   }
   if (sum) {
@@ -68,9 +106,10 @@ std::string EncodeOtlpMetricsRequest(const OtlpMetricsRequest& request,
   // ScopeMetrics { InstrumentationScope scope = 1; repeated Metric metrics = 2; }
   std::string scope_metrics;
   AppendBytesField(scope_metrics, 1, EncodeOtlpScope(request.scope_name, request.scope_version));
+  const JobIdentity jobs = JobIdentityOf(families);
   std::vector<const MetricFamily*> run;
   auto flush = [&] {
-    if (!run.empty()) AppendBytesField(scope_metrics, 2, EncodeMetric(request, run));
+    if (!run.empty()) AppendBytesField(scope_metrics, 2, EncodeMetric(request, run, jobs));
     run.clear();
   };
   for (const MetricFamily* family : families) {

@@ -5,9 +5,10 @@
 // family: a gauge family becomes a Gauge, a counter a Sum (CUMULATIVE, is_monotonic), an info family a
 // Gauge of 1s (its labels carry the information), an unknown family a Gauge. Every sample is one
 // NumberDataPoint (as_double) whose attributes are the sample's labels (gpu, UUID, hpc_job, user, ...;
-// an empty label is left out, as /metrics does),
-// stamped `time_unix_nano`; a Sum's points also carry `start_time_unix_nano` (when counting started).
-// Help is the description, the family's unit the unit.
+// an empty label is left out, as /metrics does), and, for a point with an hpc_job that
+// gpuscope_job_info of the same families names, that job's user and account (OTLP backends seldom join
+// series as PromQL does; a label of the sample's own wins), stamped `time_unix_nano`; a Sum's points also
+// carry `start_time_unix_nano` (when counting started). Help is the description, the family's unit the unit.
 //
 // Two encoded requests concatenated are one valid request holding both (repeated fields merge), so a
 // sender may join queued requests into one body.

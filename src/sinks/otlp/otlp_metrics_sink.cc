@@ -13,42 +13,37 @@ constexpr std::string_view kConsumer = "otlp_metrics";
 
 }  // namespace
 
-OtlpMetricsSink::OtlpMetricsSink(OtlpMetricsOptions options) : options_(std::move(options)) {}
+OtlpMetricsSink::OtlpMetricsSink(OtlpMetricsOptions options)
+    : options_(std::move(options)),
+      producer_({.name = "otlp_metrics",
+                 .interval = options_.interval,
+                 .snapshots = options_.snapshots,
+                 .now_unix_ms = options_.now_unix_ms,
+                 .produce = [this](const Snapshot& snapshot, int64_t timestamp_ms) {
+                   return QueueSnapshot(snapshot, timestamp_ms);
+                 }}) {}
 
 OtlpMetricsSink::~OtlpMetricsSink() { Stop(); }
-
-int64_t OtlpMetricsSink::NowMs() const {
-  if (options_.now_unix_ms) return options_.now_unix_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status OtlpMetricsSink::Start() {
   {
     MutexLock lock(&mu_);
     if (running_) return Status::Internal("otlp_metrics already running");
   }
-  if (options_.url.empty()) return Status::InvalidArgument("otlp_metrics needs a URL");
+  if (options_.endpoint.url.empty()) return Status::InvalidArgument("otlp_metrics needs a URL");
   if (options_.snapshots == nullptr) return Status::InvalidArgument("otlp_metrics needs the snapshot store");
-  DurableQueueOptions q;
-  q.directory = options_.queue_directory;
-  q.max_total_bytes = options_.queue_max_bytes;
-  q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
-  q.sync = QueueSyncPolicy::kNone;  // synced once per request (QueueSnapshot)
-  q.consumers.emplace_back(kConsumer);
   std::unique_ptr<DurableQueue> queue;
-  Status status = DurableQueue::Open(q, &queue);
-  if (!status.ok()) return Status::Unavailable("otlp_metrics queue " + q.directory + ": " + status.message());
+  Status status = OpenMetricsQueue(kConsumer, options_.queue_directory, options_.queue_max_bytes,
+                                   {std::string(kConsumer)}, &queue);
+  if (!status.ok()) return status;
 
   PushSinkOptions o;
+  static_cast<PushEndpoint&>(o) = options_.endpoint;
   o.name = std::string(kConsumer);
-  o.url = options_.url;
   o.max_batch_records = 10;  // one interval each: a catch-up request holds ten intervals
   o.max_batch_bytes = 4 << 20;
   o.min_backoff = options_.min_backoff;
   o.max_backoff = options_.max_backoff;
-  o.ca_file = options_.ca_file;
   o.encode = [](const std::vector<std::string>& records) {
     EncodedBody body;
     for (const std::string& record : records) body.body.append(record);  // requests concatenate
@@ -57,16 +52,16 @@ Status OtlpMetricsSink::Start() {
   };
   auto sender = std::make_unique<PushSender>(queue.get(), std::move(o));
   status = sender->Start();
-  if (!status.ok()) return Status::InvalidArgument("otlp_metrics " + options_.url + ": " + status.message());
+  if (!status.ok())
+    return Status::InvalidArgument("otlp_metrics " + options_.endpoint.url + ": " + status.message());
   {
     MutexLock lock(&mu_);
     queue_ = std::move(queue);
     sender_ = std::move(sender);
-    start_ms_ = NowMs();
+    start_ms_ = producer_.NowMs();
     running_ = true;
-    stopping_ = false;
   }
-  producer_ = std::thread([this] { Produce(); });
+  producer_.Start();
   return Status::Ok();
 }
 
@@ -74,10 +69,8 @@ void OtlpMetricsSink::Stop() {
   {
     MutexLock lock(&mu_);
     if (!running_) return;
-    stopping_ = true;
   }
-  cv_.NotifyAll();
-  producer_.join();
+  producer_.Stop();  // not under mu_: a QueueSnapshot in progress takes it
   MutexLock lock(&mu_);
   sender_->Stop();  // the sender's thread never takes mu_
   running_ = false;
@@ -86,25 +79,6 @@ void OtlpMetricsSink::Stop() {
 void OtlpMetricsSink::Wake() {
   MutexLock lock(&mu_);
   if (sender_ != nullptr) sender_->Wake();
-}
-
-void OtlpMetricsSink::Produce() {
-  auto next = std::chrono::steady_clock::now() + options_.interval;
-  while (true) {
-    {
-      MutexLock lock(&mu_);
-      while (!stopping_ && std::chrono::steady_clock::now() < next) cv_.WaitUntil(&mu_, next);
-      if (stopping_) return;
-    }
-    next += options_.interval;
-    // A stall (suspend, overload) does not make up for missed intervals with a burst.
-    next = std::max(next, std::chrono::steady_clock::now());
-    const std::shared_ptr<const Snapshot> snapshot = options_.snapshots->Current();
-    if (snapshot->version() == 0) continue;  // nothing collected yet
-    const Status status = QueueSnapshot(*snapshot, NowMs());
-    if (!status.ok())
-      Log(LogLevel::kWarn, "otlp_metrics cannot queue a request", {{"error", status.message()}});
-  }
 }
 
 Status OtlpMetricsSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms) {

@@ -2,7 +2,8 @@
 // http://collector:4318/v1/metrics), a PushSink (src/sinks/push_sink.h) created from the push sink
 // registry.
 //
-// The shape of RemoteWriteSink: every interval a producer thread takes the SnapshotStore's current
+// The shape of RemoteWriteSink (the queue and the interval loop are their shared SnapshotProducer,
+// src/sinks/push/snapshot_producer.h): every interval a producer thread takes the SnapshotStore's current
 // snapshot, encodes it as one ExportMetricsServiceRequest stamped with the current time
 // (src/sinks/otlp/otlp_metrics.h: gauges as Gauge, counters as cumulative monotonic Sum starting at the
 // sink's start, info families as Gauges of 1, labels as attributes) and appends it to its own
@@ -20,7 +21,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "src/core/metric.h"
@@ -29,17 +29,17 @@
 #include "src/core/status.h"
 #include "src/sinks/otlp/otlp_logs.h"
 #include "src/sinks/push/push_sender.h"
+#include "src/sinks/push/snapshot_producer.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 
 namespace gpuscope {
 
 struct OtlpMetricsOptions {
-  std::string url;  // required
+  PushEndpoint endpoint;  // the URL (required), headers, TLS and credentials
   std::chrono::milliseconds interval{15000};
   std::vector<OtlpAttribute> resource_attributes;  // service.name, host.name
-  std::string ca_file;
-  std::string queue_directory;  // created if missing
+  std::string queue_directory;                     // created if missing
   uint64_t queue_max_bytes = 256ull << 20;
   const SnapshotStore* snapshots = nullptr;  // outlives the sink
   std::function<int64_t()> now_unix_ms;      // point timestamps; the system clock if empty
@@ -55,8 +55,9 @@ class OtlpMetricsSink final : public PushSink {
   OtlpMetricsSink& operator=(const OtlpMetricsSink&) = delete;
 
   std::string_view Name() const override { return "otlp_metrics"; }
-  // Opens the queue and starts the sender and the producer. InvalidArgument for no URL or a bad URL or CA
-  // file; Unavailable when the queue directory cannot be used. Nothing runs then.
+  // Opens the queue and starts the sender and the producer. InvalidArgument for no URL, a bad URL or an
+  // unreadable TLS, password or token file; Unavailable when the queue directory cannot be used. Nothing runs
+  // then.
   Status Start() override;
   // Stops the producer, then the sender; what is queued stays queued for the next start.
   void Stop() override;
@@ -70,18 +71,13 @@ class OtlpMetricsSink final : public PushSink {
   Status QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms);
 
  private:
-  void Produce();
-  int64_t NowMs() const;
-
   OtlpMetricsOptions options_;
-  std::thread producer_;
+  SnapshotProducer producer_;  // calls QueueSnapshot every interval
 
   mutable Mutex mu_;
-  CondVar cv_;
   std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
   std::unique_ptr<PushSender> sender_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
   int64_t start_ms_ GUARDED_BY(mu_) = 0;  // the Sums' start time
 };
 

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "src/core/log.h"
+#include "src/platform/file.h"
 
 namespace gpuscope {
 namespace {
@@ -37,6 +38,15 @@ std::string Excerpt(std::string_view body) {
   return out;
 }
 
+// A password or token file's content without its trailing line break (editors and `echo` add one);
+// false when it cannot be read. Secrets are short: more than 64 KiB is not one.
+bool ReadSecretFile(const std::string& path, std::string* secret) {
+  secret->clear();
+  if (ReadFileInto(path, secret, 64 << 10) != 0) return false;
+  while (!secret->empty() && (secret->back() == '\n' || secret->back() == '\r')) secret->pop_back();
+  return true;
+}
+
 }  // namespace
 
 PushSender::PushSender(DurableQueue* queue, PushSinkOptions options)
@@ -58,8 +68,20 @@ Status PushSender::Start() {
   client_options.ca_file = options_.ca_file;
   client_options.cert_file = options_.cert_file;
   client_options.key_file = options_.key_file;
+  if (!options_.username.empty() && !options_.bearer_token_file.empty()) {
+    return Status::InvalidArgument("push sink " + options_.name +
+                                   ": basic auth and a bearer token are exclusive");
+  }
   client_options.username = options_.username;
-  client_options.password = options_.password;
+  if (!options_.password_file.empty() && !ReadSecretFile(options_.password_file, &client_options.password)) {
+    return Status::InvalidArgument("push sink " + options_.name + ": cannot read the password file " +
+                                   options_.password_file);
+  }
+  std::string token;  // read for every request; unreadable now is a configuration error
+  if (!options_.bearer_token_file.empty() && !ReadSecretFile(options_.bearer_token_file, &token)) {
+    return Status::InvalidArgument("push sink " + options_.name + ": cannot read the bearer token file " +
+                                   options_.bearer_token_file);
+  }
   std::unique_ptr<HttpClient> client;
   Status status = HttpClient::Create(options_.url, client_options, &client);
   if (!status.ok()) {
@@ -130,9 +152,24 @@ void PushSender::SetBackoff(std::chrono::milliseconds backoff) {
 
 PushSender::Outcome PushSender::Attempt(const QueueBatch& batch, std::chrono::milliseconds* retry_after) {
   *retry_after = std::chrono::milliseconds(0);
+  std::string token;
+  if (!options_.bearer_token_file.empty() && !ReadSecretFile(options_.bearer_token_file, &token)) {
+    {
+      MutexLock lock(&mu_);
+      ++requests_by_code_["error"];
+      ++failed_requests_;
+    }
+    if (healthy_) {
+      Log(LogLevel::kWarn, "push sink cannot read its bearer token file, will retry",
+          {{"sink", options_.name}, {"file", options_.bearer_token_file}});
+    }
+    healthy_ = false;
+    return Outcome::kRetry;
+  }
   const EncodedBody encoded = options_.encode(batch.records);
   std::vector<std::pair<std::string, std::string>> headers;
-  headers.reserve(options_.headers.size() + encoded.headers.size() + 2);
+  headers.reserve(options_.headers.size() + encoded.headers.size() + 3);
+  if (!options_.bearer_token_file.empty()) headers.emplace_back("Authorization", "Bearer " + token);
   if (!encoded.content_type.empty()) headers.emplace_back("Content-Type", encoded.content_type);
   if (!encoded.content_encoding.empty()) headers.emplace_back("Content-Encoding", encoded.content_encoding);
   headers.insert(headers.end(), options_.headers.begin(), options_.headers.end());

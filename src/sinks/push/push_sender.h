@@ -7,8 +7,10 @@
 //   5xx, 429, connection/timeout/garbage, 3xx
 //                                     -> keep it queued and retry with exponential backoff and jitter,
 //                                        honouring Retry-After (seconds) on 429/503, capped at max_backoff.
-//   any other 4xx (400, 413, ...)     -> Ack and count the records as dropped (reason="rejected"): the
+//   any other 4xx (400, 401, 413)     -> Ack and count the records as dropped (reason="rejected"): the
 //                                        receiver will never take them, and retrying would block the queue.
+// A bearer token file that cannot be read when a request is due is a local failure: the batch stays
+// queued and is retried with backoff (counted in failed requests, code="error").
 // Delivery is at-least-once: a batch is acknowledged only after the receiver accepted it, so a stop or
 // crash in between resends it. When the queue is empty the loop polls it every idle_poll, or at once
 // after Wake().
@@ -52,10 +54,24 @@ enum class BatchFate {
   kRetry,      // kept queued: it will be sent again after a backoff
 };
 
-struct PushSinkOptions {
-  std::string name;  // metrics label sink="loki"|"otlp"; also the queue consumer name
-  std::string url;   // http://host:port/path or https://...
+// Where and how a push sink sends: the URL and what every request to it carries. The sinks' options
+// (PushSinkOptions, and those of the metrics sinks, which hold one per URL) share it, so that the agent
+// sets TLS and credentials the same way for every sink.
+struct PushEndpoint {
+  std::string url;                                           // http://host:port/path or https://...
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers (e.g. X-Scope-OrgID)
+  std::string ca_file;    // https: PEM file of CAs to trust instead of the system trust store
+  std::string cert_file;  // https: client certificate and key (PEM), both or neither
+  std::string key_file;
+  std::string username;       // HTTP basic auth when not empty, with the password in password_file
+  std::string password_file;  // read at Start() (a trailing newline is not part of the password)
+  // Authorization: Bearer <the file's content, trailing newline dropped>, read for every request so that
+  // a rotated token is used at once. Mutually exclusive with basic auth.
+  std::string bearer_token_file;
+};
+
+struct PushSinkOptions : PushEndpoint {
+  std::string name;  // metrics label sink="loki"|"otlp"; also the queue consumer name
   size_t max_batch_records = 1000;
   size_t max_batch_bytes = 1 << 20;
   std::chrono::milliseconds timeout{10000};  // one request: connect, TLS, send, response
@@ -64,11 +80,6 @@ struct PushSinkOptions {
   std::chrono::milliseconds idle_poll{200};  // how often to look for new records when the queue is empty
   // Turns a batch of queue records (opaque bytes) into one request body. Pure; never fails.
   std::function<EncodedBody(const std::vector<std::string>& records)> encode;
-  std::string ca_file;    // https: PEM file of CAs to trust instead of the system trust store
-  std::string cert_file;  // https: client certificate and key (PEM), both or neither
-  std::string key_file;
-  std::string username;  // HTTP basic auth when not empty
-  std::string password;
   // Optional, for protocols that negotiate: called with a 2xx or 415 response. False means the receiver
   // did not take the batch the way it was encoded (e.g. it ignored a newer protocol) and the encoder has
   // changed its mind: the batch is encoded and sent again at once, without a backoff.
@@ -84,7 +95,8 @@ class PushSender final : public PushSink {
   PushSender(const PushSender&) = delete;
   PushSender& operator=(const PushSender&) = delete;
 
-  // Starts the sending thread. InvalidArgument for a bad URL or CA file, a missing encode function, or
+  // Starts the sending thread. InvalidArgument for a bad URL, an unreadable CA, certificate, key,
+  // password or bearer token file, basic auth and a bearer token both set, a missing encode function, or
   // a name that is not a consumer of the queue; Internal if it is already running. Nothing runs then.
   Status Start() override;
 

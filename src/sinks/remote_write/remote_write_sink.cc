@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "src/core/log.h"
-#include "src/platform/file.h"
 #include "src/sinks/otlp/protowire.h"
 
 namespace gpuscope {
@@ -48,19 +47,12 @@ std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& la
   return key;
 }
 
-std::string TrimmedFile(const std::string& path, bool* ok) {
-  std::string content;
-  *ok = ReadFileInto(path, &content, 64 << 10) == 0;
-  while (!content.empty() && (content.back() == '\n' || content.back() == '\r' || content.back() == ' ')) {
-    content.pop_back();
-  }
-  return content;
-}
-
 }  // namespace
 
 struct RemoteWriteSink::Destination {
   std::string url;
+  // As configured; `protocol` is what the next request uses.
+  RemoteWriteProtocol mode = RemoteWriteProtocol::kV1;
   std::string consumer;  // queue consumer and the sender's sink label
   std::unique_ptr<PushSender> sender;
   std::atomic<int> protocol{1};  // what the next request uses: 1 or 2
@@ -83,54 +75,48 @@ bool ParseRemoteWriteProtocol(std::string_view text, RemoteWriteProtocol* protoc
   return true;
 }
 
-RemoteWriteSink::RemoteWriteSink(RemoteWriteOptions options) : options_(std::move(options)) {}
+RemoteWriteSink::RemoteWriteSink(RemoteWriteOptions options)
+    : options_(std::move(options)),
+      producer_({.name = "remote_write",
+                 .interval = options_.interval,
+                 .snapshots = options_.snapshots,
+                 .now_unix_ms = options_.now_unix_ms,
+                 .produce = [this](const Snapshot& snapshot, int64_t timestamp_ms) {
+                   return QueueSnapshot(snapshot, timestamp_ms);
+                 }}) {}
 
 RemoteWriteSink::~RemoteWriteSink() { Stop(); }
-
-int64_t RemoteWriteSink::NowMs() const {
-  if (options_.now_unix_ms) return options_.now_unix_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status RemoteWriteSink::Start() {
   {
     MutexLock lock(&mu_);
     if (running_) return Status::Internal("remote_write already running");
   }
-  if (options_.urls.empty()) return Status::InvalidArgument("remote_write needs a URL");
+  if (options_.endpoints.empty()) return Status::InvalidArgument("remote_write needs a URL");
   if (options_.snapshots == nullptr) return Status::InvalidArgument("remote_write needs the snapshot store");
-  DurableQueueOptions q;
-  q.directory = options_.queue_directory;
-  q.max_total_bytes = options_.queue_max_bytes;
-  q.segment_bytes = std::min<uint64_t>(16ull << 20, std::max<uint64_t>(q.max_total_bytes / 8, 64 << 10));
-  q.sync = QueueSyncPolicy::kNone;  // synced once per batch (QueueSnapshot)
-  for (size_t i = 0; i < options_.urls.size(); ++i)
-    q.consumers.push_back("remote_write_" + std::to_string(i));
+  std::vector<std::string> consumers;
+  for (size_t i = 0; i < options_.endpoints.size(); ++i)
+    consumers.push_back("remote_write_" + std::to_string(i));
   std::unique_ptr<DurableQueue> queue;
-  Status status = DurableQueue::Open(q, &queue);
-  if (!status.ok()) return Status::Unavailable("remote_write queue " + q.directory + ": " + status.message());
+  Status status =
+      OpenMetricsQueue("remote_write", options_.queue_directory, options_.queue_max_bytes, consumers, &queue);
+  if (!status.ok()) return status;
 
   std::vector<std::unique_ptr<Destination>> destinations;
-  for (size_t i = 0; i < options_.urls.size(); ++i) {
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    const RemoteWriteEndpoint& endpoint = options_.endpoints[i];
     auto d = std::make_unique<Destination>();
-    d->url = options_.urls[i];
-    d->consumer = q.consumers[i];
-    d->protocol = options_.protocol == RemoteWriteProtocol::kV1 ? 1 : 2;
+    d->url = endpoint.url;
+    d->consumer = consumers[i];
+    d->mode = endpoint.protocol;
+    d->protocol = endpoint.protocol == RemoteWriteProtocol::kV1 ? 1 : 2;
     PushSinkOptions o;
+    static_cast<PushEndpoint&>(o) = endpoint;  // URL, headers, TLS and credentials of this receiver
     o.name = d->consumer;
-    o.url = d->url;
-    o.headers = options_.headers;
     o.max_batch_records = 10;  // batches of one interval each: a catch-up request holds ten intervals
     o.max_batch_bytes = 4 << 20;
     o.min_backoff = options_.min_backoff;
     o.max_backoff = options_.max_backoff;
-    o.ca_file = options_.ca_file;
-    o.cert_file = options_.cert_file;
-    o.key_file = options_.key_file;
-    o.username = options_.username;
-    o.password = options_.password;
     Destination* raw = d.get();
     o.encode = [this, raw](const std::vector<std::string>& records) { return Encode(*raw, records); };
     o.accept = [this, raw](const HttpClientResponse& response) { return Accept(*raw, response); };
@@ -153,9 +139,8 @@ Status RemoteWriteSink::Start() {
     destinations_ = std::move(destinations);
     previous_.clear();
     running_ = true;
-    stopping_ = false;
   }
-  producer_ = std::thread([this] { Produce(); });
+  producer_.Start();
   return Status::Ok();
 }
 
@@ -163,10 +148,8 @@ void RemoteWriteSink::Stop() {
   {
     MutexLock lock(&mu_);
     if (!running_) return;
-    stopping_ = true;
   }
-  cv_.NotifyAll();
-  producer_.join();
+  producer_.Stop();  // not under mu_: a QueueSnapshot in progress takes it
   MutexLock lock(&mu_);
   for (auto& d : destinations_) d->sender->Stop();  // a sender's thread never takes mu_
   running_ = false;
@@ -175,25 +158,6 @@ void RemoteWriteSink::Stop() {
 void RemoteWriteSink::Wake() {
   MutexLock lock(&mu_);
   for (auto& d : destinations_) d->sender->Wake();
-}
-
-void RemoteWriteSink::Produce() {
-  auto next = std::chrono::steady_clock::now() + options_.interval;
-  while (true) {
-    {
-      MutexLock lock(&mu_);
-      while (!stopping_ && std::chrono::steady_clock::now() < next) cv_.WaitUntil(&mu_, next);
-      if (stopping_) return;
-    }
-    next += options_.interval;
-    // A stall (suspend, overload) does not make up for missed intervals with a burst.
-    next = std::max(next, std::chrono::steady_clock::now());
-    const std::shared_ptr<const Snapshot> snapshot = options_.snapshots->Current();
-    if (snapshot->version() == 0) continue;  // nothing collected yet
-    const Status status = QueueSnapshot(*snapshot, NowMs());
-    if (!status.ok())
-      Log(LogLevel::kWarn, "remote_write cannot queue a batch", {{"error", status.message()}});
-  }
 }
 
 Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms) {
@@ -278,21 +242,11 @@ EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<
     body.content_type = std::string(kRemoteWriteV1ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "0.1.0");
   }
-  if (!options_.bearer_token_file.empty()) {
-    bool ok = false;
-    const std::string token = TrimmedFile(options_.bearer_token_file, &ok);
-    if (ok) {
-      body.headers.emplace_back("Authorization", "Bearer " + token);
-    } else {
-      Log(LogLevel::kWarn, "remote_write cannot read the bearer token file",
-          {{"file", options_.bearer_token_file}});
-    }
-  }
   return body;
 }
 
 bool RemoteWriteSink::Accept(Destination& destination, const HttpClientResponse& response) const {
-  if (options_.protocol != RemoteWriteProtocol::kAuto || destination.protocol.load() != 2) return true;
+  if (destination.mode != RemoteWriteProtocol::kAuto || destination.protocol.load() != 2) return true;
   const bool confirmed =
       response.status != 415 && !response.Header("x-prometheus-remote-write-samples-written").empty();
   if (confirmed) return true;

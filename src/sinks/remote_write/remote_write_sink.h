@@ -1,13 +1,15 @@
 // RemoteWriteSink: the agent's metrics pushed by Prometheus remote_write (1.0, 2.0, or auto) to one or
-// more URLs, a PushSink (src/sinks/push_sink.h) created from the push sink registry.
+// more endpoints (each with its own URL, protocol, headers, credentials and TLS), a PushSink
+// (src/sinks/push_sink.h) created from the push sink registry.
 //
 // Every interval a producer thread takes the SnapshotStore's current snapshot (a shared pointer: no
 // family is copied), turns it into one batch stamped with the current time (labels sorted, __name__
 // and the external labels added, a stale marker for every series of the previous batch that is gone:
 // a job ended, a GPU was lost) and appends it, encoded as remote_write 1.0, to its own DurableQueue
-// (<queue>/remote_write). Each URL is a consumer of that queue read by a PushSender of its own (named
-// remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the oldest
-// batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
+// (<queue>/remote_write; queue and thread are the SnapshotProducer shared with OTLP metrics,
+// src/sinks/push/snapshot_producer.h). Each endpoint is a consumer of that queue read by a PushSender of its
+// own (named remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the
+// oldest batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
 // backoff and Retry-After, other 4xx dropped and counted; batches go out oldest first, so every
 // series' samples arrive in time order. A 1.0 body is the queued batches joined (two WriteRequests
 // concatenated are one) and snappy-compressed; a 2.0 body is the batches decoded and re-encoded with a
@@ -25,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "src/core/snapshot.h"
 #include "src/core/status.h"
 #include "src/sinks/push/push_sender.h"
+#include "src/sinks/push/snapshot_producer.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 #include "src/sinks/remote_write/remote_write_encode.h"
@@ -46,19 +48,17 @@ enum class RemoteWriteProtocol { kV1, kV2, kAuto };
 // "1.0", "2.0", "auto"; nullopt-like false for anything else.
 bool ParseRemoteWriteProtocol(std::string_view text, RemoteWriteProtocol* protocol);
 
-struct RemoteWriteOptions {
-  std::vector<std::string> urls;  // at least one
+// One receiver: where, with which credentials and TLS (its own: two backends may take different ones),
+// and in which protocol.
+struct RemoteWriteEndpoint : PushEndpoint {
   RemoteWriteProtocol protocol = RemoteWriteProtocol::kV1;
+};
+
+struct RemoteWriteOptions {
+  std::vector<RemoteWriteEndpoint> endpoints;  // at least one; each a consumer of the queue
   std::chrono::milliseconds interval{15000};
   std::vector<std::pair<std::string, std::string>> external_labels;  // added where a series lacks them
-  std::vector<std::pair<std::string, std::string>> headers;          // e.g. X-Scope-OrgID
-  std::string username;                                              // basic auth, with password
-  std::string password;
-  std::string bearer_token_file;  // read for every request
-  std::string ca_file;
-  std::string cert_file;
-  std::string key_file;
-  std::string queue_directory;  // created if missing
+  std::string queue_directory;                                       // created if missing
   uint64_t queue_max_bytes = 256ull << 20;
   const SnapshotStore* snapshots = nullptr;  // outlives the sink
   std::function<int64_t()> now_unix_ms;      // sample timestamps; the system clock if empty
@@ -74,8 +74,9 @@ class RemoteWriteSink final : public PushSink {
   RemoteWriteSink& operator=(const RemoteWriteSink&) = delete;
 
   std::string_view Name() const override { return "remote_write"; }
-  // Opens the queue and starts the senders and the producer. InvalidArgument for no URL, a bad URL or
-  // TLS file; Unavailable when the queue directory cannot be used. Nothing runs then.
+  // Opens the queue and starts the senders and the producer. InvalidArgument for no endpoint, a bad URL,
+  // an unreadable TLS, password or token file (naming the URL); Unavailable when the queue directory
+  // cannot be used. Nothing runs then.
   Status Start() override;
   // Stops the producer, then the senders; what is queued stays queued for the next start.
   void Stop() override;
@@ -89,23 +90,19 @@ class RemoteWriteSink final : public PushSink {
 
  private:
   struct Destination;
-  void Produce();
   EncodedBody Encode(Destination& destination, const std::vector<std::string>& records) const;
   bool Accept(Destination& destination, const HttpClientResponse& response) const;
   void OnResult(Destination& destination, const std::vector<std::string>& records, BatchFate fate);
-  int64_t NowMs() const;
 
   RemoteWriteOptions options_;
-  std::thread producer_;
+  SnapshotProducer producer_;  // calls QueueSnapshot every interval
 
   // Set by a successful Start(), under mu_: Metrics() may run (on the collector thread) while the sink
   // starts.
   mutable Mutex mu_;
-  CondVar cv_;
   std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Destination>> destinations_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
   // The series of the last queued batch (key: the sorted labels joined) for stale markers.
   std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> previous_ GUARDED_BY(mu_);
   uint64_t batches_queued_ GUARDED_BY(mu_) = 0;

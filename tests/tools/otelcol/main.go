@@ -1,18 +1,22 @@
 // gpuscope-otelcol: the smallest OpenTelemetry Collector the tests need, built by
 // scripts/build-peers.sh from the module versions pinned in scripts/versions.env (never vendored).
 // It holds the OTLP receiver (gRPC and HTTP) and the file exporter, so a test can send the agent's
-// OTLP to a loopback port and read what the Collector decoded from a JSON-lines file.
+// OTLP to a loopback port and read what the Collector decoded from a JSON-lines file, and the bearer token
+// authenticator, so a test can make the receiver check the agent's token (contrib's basic auth extension
+// needs a module the proxy does not serve at this release).
 package main
 
 import (
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
@@ -28,10 +32,15 @@ func factories() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
+	extensions, err := otelcol.MakeFactoryMap[extension.Factory](bearertokenauthextension.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, err
+	}
 	return otelcol.Factories{
-		Receivers: receivers,
-		Exporters: exporters,
-		Telemetry: otelconftelemetry.NewFactory(),
+		Receivers:  receivers,
+		Exporters:  exporters,
+		Extensions: extensions,
+		Telemetry:  otelconftelemetry.NewFactory(),
 	}, nil
 }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "src/core/json_string.h"
@@ -157,12 +158,14 @@ TestHttpReply PushReceiver::Handle(const TestHttpRequest& request) {
   }
   const bool loki = request.path == "/loki/api/v1/push";
   const bool otlp = request.path == "/v1/logs";
-  if (!loki && !otlp) return Reply(404, "text/plain", "not found\n");
+  const bool metrics = request.path == "/v1/metrics" || request.path == "/api/v1/write";
+  if (!loki && !otlp && !metrics) return Reply(404, "text/plain", "not found\n");
   if (request.method != "POST") return Reply(405, "text/plain", "POST only\n");
+  if (metrics) return HandleMetricsPush(request);
   return HandlePush(request, otlp);
 }
 
-TestHttpReply PushReceiver::HandlePush(const TestHttpRequest& request, bool otlp) {
+std::optional<TestHttpReply> PushReceiver::FaultReply() {
   push_requests_.fetch_add(1);
   ReceiverMode mode;
   int retry_after;
@@ -187,7 +190,29 @@ TestHttpReply PushReceiver::HandlePush(const TestHttpRequest& request, bool otlp
     case ReceiverMode::kHang:
       return TestHttpReply{"", false, /*hang=*/true};
   }
+  return std::nullopt;
+}
 
+TestHttpReply PushReceiver::HandleMetricsPush(const TestHttpRequest& request) {
+  if (std::optional<TestHttpReply> fault = FaultReply()) return *fault;
+  std::string line = "{\"target\":";
+  AppendJsonString(line, request.target);
+  line += ",\"bytes\":" + std::to_string(request.body.size()) + ",\"headers\":{";
+  for (size_t i = 0; i < request.headers.size(); ++i) {
+    if (i > 0) line += ",";
+    AppendJsonString(line, request.headers[i].first);
+    line += ":";
+    AppendJsonString(line, request.headers[i].second);
+  }
+  line += "}}";
+  Record({std::move(line)});
+  accepted_requests_.fetch_add(1);
+  if (request.path == "/v1/metrics") return Reply(200, "application/x-protobuf", "");
+  return Reply(204, "", "");
+}
+
+TestHttpReply PushReceiver::HandlePush(const TestHttpRequest& request, bool otlp) {
+  if (std::optional<TestHttpReply> fault = FaultReply()) return *fault;
   std::string inflated;
   std::string_view body = request.body;
   const std::string_view encoding = request.Header("content-encoding");

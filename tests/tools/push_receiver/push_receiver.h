@@ -9,6 +9,10 @@
 //          "observed_time_unix_nano":"<ns>","severity_number":N,"severity_text":"..","body":..,
 //          "attributes":{..}}
 // A body that does not decode is answered 400 and recorded as {"error":"...","path":"..."}.
+// Metrics pushes are not decoded (real receivers, Prometheus and the Collector, do that in the tests):
+//   POST /api/v1/write, POST /v1/metrics   recorded as {"target":"...","bytes":N,"headers":{name: value}}
+// so that a test sees the headers a real receiver does not show (a tenant, an API key), and answered
+// by the mode like every push.
 // Its answer to pushes is switchable while it runs, so fault tests can make it fail and recover:
 //   POST /control?mode=ok|503|429|400|garbage|hang[&retry_after=SECONDS]   (GET /control: the mode)
 // ok answers 204 (Loki) / 200 (OTLP) and records the entries; 503, 429 and 400 answer that status and
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,7 +76,10 @@ class PushReceiver {
 
  private:
   TestHttpReply Handle(const TestHttpRequest& request);
+  // Counts the push and answers what the mode says when that is not "ok"; nullopt for "ok".
+  std::optional<TestHttpReply> FaultReply();
   TestHttpReply HandlePush(const TestHttpRequest& request, bool otlp);
+  TestHttpReply HandleMetricsPush(const TestHttpRequest& request);
   void Record(std::vector<std::string> lines);
 
   PushReceiverOptions options_;

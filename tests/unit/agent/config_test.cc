@@ -169,6 +169,12 @@ TEST(AgentConfig, EveryListedFlagHasAHandler) {
                                 "--sink.loki.format=json",
                                 "--sink.loki.tenant=t",
                                 "--sink.otlp.url=http://o:4318/v1/logs",
+                                "--sink.otlp.header=X-Api-Key=k",
+                                "--sink.otlp.basic-auth.username=u",
+                                "--sink.otlp.basic-auth.password-file=/p",
+                                "--sink.otlp.bearer-token-file=/t",
+                                "--sink.otlp.tls.cert-file=/c",
+                                "--sink.otlp.tls.key-file=/k",
                                 "--sink.tls.ca-file=/ca.pem",
                                 "--sink.queue.directory=/q",
                                 "--sink.queue.max-mib=64",
@@ -258,6 +264,100 @@ TEST(AgentConfig, BadEventAndSinkSettingsAreErrorsNamingTheKey) {
   EXPECT_THAT(LoadConfig({"--events.max-line-bytes=10"}, &config).message(), HasSubstr("max_line_bytes"));
   config = Defaults();
   EXPECT_THAT(LoadConfig({"--sink.queue.max-mib=lots"}, &config).message(), HasSubstr("expected an integer"));
+}
+
+TEST(AgentConfig, RemoteWriteEndpointsEachCarryTheirOwnSettingsBesideTheFlagUrls) {
+  AgentConfig config = Defaults();
+  Status status = ApplyConfigYaml(R"(
+sinks:
+  tls_ca_file: /etc/ssl/site-ca.pem
+  remote_write:
+    protocol: auto
+    urls: [http://prometheus:9090/api/v1/write]
+    tenant: shared
+    endpoints:
+      - url: http://mimir:8080/api/v1/push
+        tenant: team-a
+        headers: [X-Team=a]
+      - url: https://prometheus-prod.example.net/api/prom/push
+        protocol: "1.0"
+        basic_auth: {username: "12345", password_file: /etc/gpuscope/cloud-password}
+        tls: {ca_file: /etc/ssl/cloud-ca.pem, cert_file: /etc/c.pem, key_file: /etc/k.pem}
+      - url: http://vm:8428/api/v1/write
+        bearer_token_file: /etc/gpuscope/vm-token
+)",
+                                  &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_TRUE(ApplyFlags({"--sink.remote-write.url=http://second:9090/api/v1/write"}, &config).ok());
+  ASSERT_TRUE(ValidateConfig(config).ok());
+  EXPECT_EQ(config.remote_write_urls.size(), 2u);  // the shared settings apply to these two
+  EXPECT_EQ(config.remote_write_tenant, "shared");
+  ASSERT_EQ(config.remote_write_endpoints.size(), 3u);
+  const RemoteWriteEndpointConfig& mimir = config.remote_write_endpoints[0];
+  EXPECT_EQ(mimir.url, "http://mimir:8080/api/v1/push");
+  EXPECT_EQ(mimir.tenant, "team-a");
+  EXPECT_EQ(mimir.protocol, "");  // the shared protocol, worked out when the sink is made
+  EXPECT_EQ(mimir.headers, (std::vector<std::string>{"X-Team=a"}));
+  const RemoteWriteEndpointConfig& cloud = config.remote_write_endpoints[1];
+  EXPECT_EQ(cloud.protocol, "1.0");
+  EXPECT_EQ(cloud.basic_auth_username, "12345");
+  EXPECT_EQ(cloud.basic_auth_password_file, "/etc/gpuscope/cloud-password");
+  EXPECT_EQ(cloud.tls_ca_file, "/etc/ssl/cloud-ca.pem");
+  EXPECT_EQ(cloud.tls_cert_file, "/etc/c.pem");
+  EXPECT_EQ(cloud.tls_key_file, "/etc/k.pem");
+  EXPECT_EQ(config.remote_write_endpoints[2].bearer_token_file, "/etc/gpuscope/vm-token");
+}
+
+TEST(AgentConfig, BadRemoteWriteEndpointsAreErrorsNamingTheEndpointAndKey) {
+  auto error = [](const std::string& yaml) {
+    AgentConfig config = Defaults();
+    Status status = ApplyConfigYaml(yaml, &config);
+    if (status.ok()) status = ValidateConfig(config);
+    return status.message();
+  };
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', tenat: x}]}}"),
+              HasSubstr("sinks.remote_write.endpoints[0]: unknown key \"tenat\""));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w'}, {tenant: x}]}}"),
+              HasSubstr("sinks.remote_write.endpoints[1]: url is required"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', basic_auth: {user: u}}]}}"),
+              HasSubstr("sinks.remote_write.endpoints[0].basic_auth: unknown key \"user\""));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: {url: 'http://a/w'}}}"),
+              HasSubstr("must be a list of endpoints"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'a:9090/w'}]}}"),
+              HasSubstr("endpoints[0] (a:9090/w): url must start with http://"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', protocol: '3.0'}]}}"),
+              HasSubstr("protocol must be one of 1.0, 2.0, auto"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', basic_auth: {username: u}}]}}"),
+              HasSubstr("basic_auth.username needs basic_auth.password_file"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', tls: {key_file: /k}}]}}"),
+              HasSubstr("tls.key_file needs tls.cert_file"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', bearer_token_file: /t, "
+                    "basic_auth: {username: u, password_file: /p}}]}}"),
+              HasSubstr("exclusive"));
+  EXPECT_THAT(error("sinks: {remote_write: {endpoints: [{url: 'http://a/w', headers: [Content-Type=x]}]}}"),
+              HasSubstr("must not name a header the sink sets itself"));
+}
+
+TEST(AgentConfig, OtlpHeadersAndCredentialsFromFlags) {
+  AgentConfig config = Defaults();
+  Status status =
+      LoadConfig({"--sink.otlp.url=http://o:4318/v1/logs", "--sink.otlp.header=X-Api-Key=k1",
+                  "--sink.otlp.header", "X-Scope-OrgID=team-a", "--sink.otlp.bearer-token-file=/t",
+                  "--sink.otlp.tls.cert-file=/c", "--sink.otlp.tls.key-file=/k"},
+                 &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.otlp_headers, (std::vector<std::string>{"X-Api-Key=k1", "X-Scope-OrgID=team-a"}));
+  EXPECT_EQ(config.otlp_bearer_token_file, "/t");
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.otlp.header=no equals sign"}, &config).message(), HasSubstr("Name=value"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.otlp.header=Bad Name=x"}, &config).message(), HasSubstr("header name"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.otlp.basic-auth.username=u"}, &config).message(),
+              HasSubstr("sinks.otlp.basic_auth.username needs sinks.otlp.basic_auth.password_file"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--sink.remote-write.tls.cert-file=/c"}, &config).message(),
+              HasSubstr("sinks.remote_write.tls.cert_file needs sinks.remote_write.tls.key_file"));
 }
 
 TEST(AgentConfig, BadFlagsAreErrors) {

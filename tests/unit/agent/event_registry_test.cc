@@ -15,6 +15,7 @@
 
 #include "src/agent/events.h"
 #include "src/agent/registry.h"
+#include "src/core/snapshot.h"
 #include "src/sinks/queue/durable_queue.h"
 
 namespace gpuscope {
@@ -107,6 +108,8 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
   only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
+  only["remote_write"].remote_write_endpoints.emplace_back().url =
+      "http://mimir:8080/api/v1/push";  // no flag URL
   for (const auto& [name, config] : only) {
     for (const EventSourceEntry& e : BuiltinEventSources().entries())
       EXPECT_EQ(e.enabled(config), e.name == name) << name << " turns " << e.name;
@@ -151,6 +154,40 @@ TEST_F(EventRegistryTest, EverySinkIsBuiltOnTheQueueUnderItsNameAndDescribesWhat
     EXPECT_FALSE(families.empty()) << entry.name;
     ExpectDescribed(families, entry.describe(), entry.name);
   }
+}
+
+// OTLP logs and OTLP metrics share the OTLP credentials (and remote_write endpoints have their own): an
+// unreadable token file makes each of those sinks fail to start, naming the file.
+TEST_F(EventRegistryTest, EachSinkStartsWithTheCredentialsOfItsOwnOptions) {
+  AgentConfig config = AllOn();
+  config.otlp_metrics_url = "http://127.0.0.1:1/v1/metrics";
+  config.otlp_bearer_token_file = (dir_ / "no-otlp-token").string();
+  config.remote_write_endpoints.emplace_back().url = "http://127.0.0.1:1/api/v1/write";
+  config.remote_write_endpoints.back().bearer_token_file = (dir_ / "no-rw-token").string();
+  DurableQueueOptions q;
+  q.directory = (dir_ / "queue").string();
+  for (const PushSinkEntry& entry : BuiltinPushSinks().entries()) q.consumers.push_back(entry.name);
+  std::unique_ptr<DurableQueue> queue;
+  ASSERT_TRUE(DurableQueue::Open(q, &queue).ok());
+  SnapshotStore snapshots;
+  std::map<std::string, std::string> errors;
+  for (const PushSinkEntry& entry : BuiltinPushSinks().entries()) {
+    std::unique_ptr<PushSink> sink = entry.create(config, PushSinkContext{queue.get(), &snapshots, "node1"});
+    const Status status = sink->Start();
+    errors[entry.name] = status.message();
+    sink->Stop();
+  }
+  EXPECT_EQ(errors["loki"], "");
+  EXPECT_NE(errors["otlp"].find("cannot read the bearer token file " + config.otlp_bearer_token_file),
+            std::string::npos)
+      << errors["otlp"];
+  EXPECT_NE(errors["otlp_metrics"].find("cannot read the bearer token file " + config.otlp_bearer_token_file),
+            std::string::npos)
+      << errors["otlp_metrics"];
+  EXPECT_NE(
+      errors["remote_write"].find("cannot read the bearer token file " + (dir_ / "no-rw-token").string()),
+      std::string::npos)
+      << errors["remote_write"];
 }
 
 TEST(EventRegistry, TheEventsCollectorDescribesEveryRegisteredSourceAndSinkOnce) {

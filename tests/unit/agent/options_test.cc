@@ -25,27 +25,31 @@ AgentConfig Defaults() {
 
 // A value for `option` that differs from its default, as flag values (a list gets two).
 std::vector<std::string> SampleFlagValues(const OptionSpec& option, const AgentConfig& defaults) {
-  return std::visit(Overloaded{
-                        [&](std::string AgentConfig::*field) -> std::vector<std::string> {
-                          for (std::string_view choice : option.choices) {
-                            if (choice != defaults.*field) return {std::string(choice)};
-                          }
-                          return {"sample \"value\": x"};
-                        },
-                        [&](bool AgentConfig::*field) -> std::vector<std::string> {
-                          return {defaults.*field ? "false" : "true"};
-                        },
-                        [&](int AgentConfig::*field) -> std::vector<std::string> {
-                          return {std::to_string(defaults.*field + 7)};
-                        },
-                        [&](std::chrono::milliseconds AgentConfig::*field) -> std::vector<std::string> {
-                          return {std::to_string((defaults.*field).count() + 7000) + "ms"};
-                        },
-                        [&](std::vector<std::string> AgentConfig::*) -> std::vector<std::string> {
-                          return {"/a/*.log", "/b c.log"};
-                        },
-                    },
-                    option.field);
+  return std::visit(
+      Overloaded{
+          [&](std::string AgentConfig::*field) -> std::vector<std::string> {
+            for (std::string_view choice : option.choices) {
+              if (choice != defaults.*field) return {std::string(choice)};
+            }
+            return {"sample \"value\": x"};
+          },
+          [&](bool AgentConfig::*field) -> std::vector<std::string> {
+            return {defaults.*field ? "false" : "true"};
+          },
+          [&](int AgentConfig::*field) -> std::vector<std::string> {
+            return {std::to_string(defaults.*field + 7)};
+          },
+          [&](std::chrono::milliseconds AgentConfig::*field) -> std::vector<std::string> {
+            return {std::to_string((defaults.*field).count() + 7000) + "ms"};
+          },
+          [&](std::vector<std::string> AgentConfig::*) -> std::vector<std::string> {
+            return {"/a/*.log", "/b c.log"};
+          },
+          [&](std::vector<RemoteWriteEndpointConfig> AgentConfig::*) -> std::vector<std::string> {
+            return {"http://sample:9090/api/v1/write"};  // YAML only: the endpoints' URLs
+          },
+      },
+      option.field);
 }
 
 std::string YamlQuote(const std::string& text) {
@@ -62,6 +66,10 @@ std::string SampleYaml(const OptionSpec& option, const std::vector<std::string>&
   std::string value;
   if (std::holds_alternative<std::vector<std::string> AgentConfig::*>(option.field)) {
     for (const std::string& v : values) value += (value.empty() ? "[" : ", ") + YamlQuote(v);
+    value += "]";
+  } else if (std::holds_alternative<std::vector<RemoteWriteEndpointConfig> AgentConfig::*>(option.field)) {
+    for (const std::string& v : values)
+      value += (value.empty() ? "[" : ", ") + ("{url: " + YamlQuote(v) + "}");
     value += "]";
   } else if (std::holds_alternative<std::string AgentConfig::*>(option.field)) {
     value = YamlQuote(values[0]);

@@ -77,7 +77,7 @@ class OtlpMetricsSinkTest : public ::testing::Test {
 
 TEST_F(OtlpMetricsSinkTest, QueuedRequestsSurvive503sAndArriveOnceOldestFirstAtV1Metrics) {
   OtlpMetricsOptions o;
-  o.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/metrics";
+  o.endpoint.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/metrics";
   o.interval = std::chrono::hours(1);  // requests are queued by the test
   o.resource_attributes = {{"service.name", "gpuscope-agent"}, {"host.name", "n1"}};
   o.queue_directory = (dir_ / "queue").string();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,40 @@ TEST(WireOtlpMetrics, GaugesAndInfoAreGaugesInfoIsOneEmptyLabelsAreAbsentHelpAnd
   const auto sum_point = MustParse(One(sum, 1).bytes);
   EXPECT_EQ(One(sum_point, 2).scalar, 1000u);
   EXPECT_EQ(std::bit_cast<double>(One(sum_point, 4).scalar), 9.0);
+}
+
+// {key: value} of a NumberDataPoint's attributes.
+std::map<std::string, std::string> Attributes(std::string_view point) {
+  std::map<std::string, std::string> out;
+  for (const ProtoField& kv : FieldsNumbered(MustParse(point), 7)) {
+    const auto fields = MustParse(kv.bytes);
+    out[std::string(One(fields, 1).bytes)] = std::string(One(MustParse(One(fields, 2).bytes), 1).bytes);
+  }
+  return out;
+}
+
+TEST(WireOtlpMetrics, APointOfAJobsGpuCarriesTheUserAndAccountOfGpuscopeJobInfo) {
+  MetricFamily temp{"DCGM_FI_DEV_GPU_TEMP", "", MetricType::kGauge, "", {}};
+  temp.samples.emplace_back(Labels{{"gpu", "0"}, {"hpc_job", "42"}}, 41.0);
+  temp.samples.emplace_back(Labels{{"gpu", "1"}, {"hpc_job", ""}}, 40.0);    // idle: nobody's
+  temp.samples.emplace_back(Labels{{"gpu", "2"}, {"hpc_job", "77"}}, 39.0);  // no job_info: no identity
+  temp.samples.emplace_back(Labels{{"gpu", "3"}, {"hpc_job", "42"}, {"user", "own"}}, 38.0);
+  MetricFamily info{"gpuscope_job_info", "", MetricType::kInfo, "", {}};
+  info.samples.emplace_back(Labels{{"hpc_job", "42"}, {"user", "alice"}, {"account", "physics"}}, 1.0);
+  const MetricFamily* families[] = {&temp, &info};
+  const std::string encoded = EncodeOtlpMetricsRequest(OtlpMetricsRequest{}, families);
+  const auto metrics =
+      FieldsNumbered(MustParse(One(MustParse(One(MustParse(encoded), 1).bytes), 2).bytes), 2);
+  ASSERT_EQ(metrics.size(), 2u);
+  const auto points = FieldsNumbered(MustParse(One(MustParse(metrics[0].bytes), 5).bytes), 1);
+  ASSERT_EQ(points.size(), 4u);
+  using Map = std::map<std::string, std::string>;
+  EXPECT_EQ(Attributes(points[0].bytes),
+            (Map{{"gpu", "0"}, {"hpc_job", "42"}, {"user", "alice"}, {"account", "physics"}}));
+  EXPECT_EQ(Attributes(points[1].bytes), (Map{{"gpu", "1"}}));
+  EXPECT_EQ(Attributes(points[2].bytes), (Map{{"gpu", "2"}, {"hpc_job", "77"}}));
+  EXPECT_EQ(Attributes(points[3].bytes),  // the sample's own label wins
+            (Map{{"gpu", "3"}, {"hpc_job", "42"}, {"user", "own"}, {"account", "physics"}}));
 }
 
 }  // namespace

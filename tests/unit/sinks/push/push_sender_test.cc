@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -384,9 +386,50 @@ TEST_F(PushSenderTest, LokiJsonBodiesDecodeAtTheReceiver) {
             "\"line\":\"one\",\"metadata\":{\"job_id\":\"42\"}}");
 }
 
+TEST_F(PushSenderTest, ABearerTokenFileUnreadableWhenARequestIsDueKeepsTheBatchQueuedUntilItIsBack) {
+  std::mutex mu;
+  std::vector<std::string> authorizations;
+  testing::TestHttpServer server({}, [&](const testing::TestHttpRequest& request) {
+    std::lock_guard<std::mutex> lock(mu);
+    authorizations.emplace_back(request.Header("authorization"));
+    return testing::TestHttpReply{testing::MakeHttpResponse(204, "", "")};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  const std::string token = dir_.path() + "/token";
+  std::ofstream(token) << "t1\n";
+  auto options = SinkOptions(server.port());
+  options.bearer_token_file = token;
+  PushSender sender(queue_.get(), options);
+  ASSERT_TRUE(sender.Start().ok());
+  std::filesystem::remove(token);  // mid-rotation: gone for a while
+  Append({"one"});
+  ASSERT_TRUE(
+      Eventually([&] { return MetricValue(sender.Metrics(), "gpuscope_sink_failed_requests_total") >= 2; }));
+  EXPECT_EQ(queue_->pending_records("loki"), 1u);
+  std::ofstream(token) << "t2\n";
+  ASSERT_TRUE(Eventually([&] { return queue_->pending_records("loki") == 0; }));
+  sender.Stop();
+  server.Stop();
+  EXPECT_EQ(authorizations, (std::vector<std::string>{"Bearer t2"}));  // nothing was sent without it
+  EXPECT_EQ(MetricValue(sender.Metrics(), "gpuscope_sink_dropped_records_total"), 0);
+}
+
 TEST_F(PushSenderTest, StartRejectsBadConfiguration) {
   auto options = SinkOptions(1);
   options.url = "loki:3100";
+  EXPECT_EQ(PushSender(queue_.get(), options).Start().code(), Status::Code::kInvalidArgument);
+  options = SinkOptions(1);
+  options.username = "u";
+  options.password_file = dir_.path() + "/no-such-password";
+  EXPECT_EQ(PushSender(queue_.get(), options).Start().code(), Status::Code::kInvalidArgument);
+  options = SinkOptions(1);
+  options.bearer_token_file = dir_.path() + "/no-such-token";
+  EXPECT_EQ(PushSender(queue_.get(), options).Start().code(), Status::Code::kInvalidArgument);
+  std::ofstream(dir_.path() + "/token") << "t";
+  std::ofstream(dir_.path() + "/password") << "p";
+  options.bearer_token_file = dir_.path() + "/token";
+  options.username = "u";  // and basic auth as well: which one?
+  options.password_file = dir_.path() + "/password";
   EXPECT_EQ(PushSender(queue_.get(), options).Start().code(), Status::Code::kInvalidArgument);
   options = SinkOptions(1);
   options.name = "otlp";  // not a consumer of this queue

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -85,15 +86,17 @@ class RemoteWriteSinkTest : public ::testing::Test {
 
   void StartSink(RemoteWriteProtocol protocol = RemoteWriteProtocol::kV1) {
     RemoteWriteOptions o;
-    o.urls = {"http://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/write"};
-    o.protocol = protocol;
+    RemoteWriteEndpoint endpoint;
+    endpoint.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/write";
+    endpoint.protocol = protocol;
+    endpoint.headers = {{"X-Scope-OrgID", "tenant-a"}};
+    endpoint.bearer_token_file = (dir_ / "token").string();
+    o.endpoints = {endpoint};
     o.interval = std::chrono::hours(1);  // batches are queued by the test
     o.queue_directory = (dir_ / "queue").string();
     o.snapshots = &store_;
     o.min_backoff = std::chrono::milliseconds(1);
     o.max_backoff = std::chrono::seconds(10);  // also the cap on Retry-After
-    o.headers = {{"X-Scope-OrgID", "tenant-a"}};
-    o.bearer_token_file = (dir_ / "token").string();
     o.external_labels = {{"cluster", "c1"}};
     std::ofstream(dir_ / "token") << "secret-1\n";
     sink_ = std::make_unique<RemoteWriteSink>(std::move(o));
@@ -218,6 +221,58 @@ TEST_F(RemoteWriteSinkTest, TheBearerTokenFileIsReadForEveryRequest) {
   ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());
   ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
   EXPECT_EQ(received().at(1).request.Header("authorization"), "Bearer secret-2");
+}
+
+TEST_F(RemoteWriteSinkTest, EachEndpointSendsItsOwnTenantCredentialsAndProtocol) {
+  std::ofstream(dir_ / "password") << "cloud-secret\n";
+  std::ofstream(dir_ / "token") << "mimir-token\n";
+  const std::string base = "http://127.0.0.1:" + std::to_string(server_->port());
+  RemoteWriteEndpoint mimir;
+  mimir.url = base + "/mimir/api/v1/push";
+  mimir.headers = {{"X-Scope-OrgID", "tenant-a"}};
+  mimir.bearer_token_file = (dir_ / "token").string();
+  RemoteWriteEndpoint cloud;
+  cloud.url = base + "/cloud/api/prom/push";
+  cloud.protocol = RemoteWriteProtocol::kV2;
+  cloud.username = "12345";
+  cloud.password_file = (dir_ / "password").string();
+  RemoteWriteOptions o;
+  o.endpoints = {mimir, cloud};
+  o.interval = std::chrono::hours(1);
+  o.queue_directory = (dir_ / "queue").string();
+  o.snapshots = &store_;
+  sink_ = std::make_unique<RemoteWriteSink>(std::move(o));
+  ASSERT_TRUE(sink_->Start().ok());
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  std::map<std::string, TestHttpRequest> by_path;
+  for (const Received& r : received()) by_path[r.request.path] = r.request;
+  const TestHttpRequest& to_mimir = by_path.at("/mimir/api/v1/push");
+  EXPECT_EQ(to_mimir.Header("x-scope-orgid"), "tenant-a");
+  EXPECT_EQ(to_mimir.Header("authorization"), "Bearer mimir-token");
+  EXPECT_EQ(to_mimir.Header("content-type"), kRemoteWriteV1ContentType);
+  const TestHttpRequest& to_cloud = by_path.at("/cloud/api/prom/push");
+  EXPECT_EQ(to_cloud.Header("x-scope-orgid"), "");
+  EXPECT_EQ(to_cloud.Header("authorization"), "Basic MTIzNDU6Y2xvdWQtc2VjcmV0");  // 12345:cloud-secret
+  EXPECT_EQ(to_cloud.Header("content-type"), kRemoteWriteV2ContentType);
+}
+
+TEST_F(RemoteWriteSinkTest, AnUnreadablePasswordFileFailsStartNamingTheUrl) {
+  RemoteWriteEndpoint endpoint;
+  endpoint.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/write";
+  endpoint.username = "u";
+  endpoint.password_file = (dir_ / "missing").string();
+  RemoteWriteOptions o;
+  o.endpoints = {endpoint};
+  o.queue_directory = (dir_ / "queue").string();
+  o.snapshots = &store_;
+  sink_ = std::make_unique<RemoteWriteSink>(std::move(o));
+  const Status status = sink_->Start();
+  EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("cannot read the password file " + (dir_ / "missing").string()),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find(endpoint.url), std::string::npos) << status.message();
 }
 
 TEST_F(RemoteWriteSinkTest, FaultReceiverAutoFallsBackTo1WhenA2xxDoesNotConfirm2) {
