@@ -89,6 +89,7 @@ struct RemoteWriteBatcher::Family {
     Series* series;
   };
   std::string name;
+  bool valid = false;  // a valid metric name; otherwise the family is left out
   MetricType type = MetricType::kUnknown;
   std::string help;
   std::string unit;
@@ -222,18 +223,17 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
   seen_ = 0;
   previous_seen_ = 0;
   StartEpochIfDue();
-  const size_t last_size = timeseries_.size();
-  timeseries_.clear();
-  timeseries_.reserve(last_size + last_size / 8);
+  size_t used = 0;  // of timeseries_, whose size only grows (no bytes cleared per build)
   sample_suffix_.clear();
   if (timestamp_ms != 0) protowire::AppendVarintField(sample_suffix_, 2, static_cast<uint64_t>(timestamp_ms));
   const size_t sample_size = 9 + sample_suffix_.size();  // value (key + fixed64), timestamp
   const auto append = [&](const Series& series, double value, std::string_view metadata_field) {
     const std::string_view refs = series.refs_field();
     const size_t size = refs.size() + 2 + sample_size + metadata_field.size();
-    const size_t at = timeseries_.size();
-    timeseries_.resize(at + 1 + remote_write_wire::VarintSize(size) + size);
-    char* p = timeseries_.data() + at;
+    const size_t need = 1 + remote_write_wire::VarintSize(size) + size;
+    if (used + need > timeseries_.size()) timeseries_.resize(std::max(2 * timeseries_.size(), used + need));
+    char* p = timeseries_.data() + used;
+    used += need;
     *p++ = '\x2a';  // timeseries: field 5, length-delimited
     p = PutVarint(p, size);
     p = PutBytes(p, refs);
@@ -247,15 +247,24 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
 
   Built built;
   Family* family = nullptr;
+  next_family_order_.clear();
   for (const MetricFamily* metric_family : snapshot.families()) {
-    if (!IsValidMetricName(metric_family->name) || metric_family->samples.empty()) continue;
+    if (metric_family->samples.empty()) continue;
     if (family == nullptr || family->name != metric_family->name) {
-      std::unique_ptr<Family>& slot = families_[metric_family->name];
-      if (slot == nullptr) {
-        slot = std::make_unique<Family>();
-        slot->name = metric_family->name;
+      // The steady state: the families of the previous build, in the same order.
+      const size_t index = next_family_order_.size();
+      if (index < family_order_.size() && family_order_[index]->name == metric_family->name) {
+        family = family_order_[index];
+      } else {
+        std::unique_ptr<Family>& slot = families_[metric_family->name];
+        if (slot == nullptr) {
+          slot = std::make_unique<Family>();
+          slot->name = metric_family->name;
+          slot->valid = IsValidMetricName(slot->name);
+        }
+        family = slot.get();
       }
-      family = slot.get();
+      next_family_order_.push_back(family);
       // Families of one name are adjacent; the first one's metadata stands for them all.
       family->seen = build_;
       family->cursor = 0;
@@ -270,6 +279,7 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
       }
       if (family->epoch != symbols_->epoch()) Refresh(*family);
     }
+    if (!family->valid) continue;
     for (const Sample& sample : metric_family->samples) {
       Series* series = Resolve(*family, sample, family->cursor++);
       if (series == nullptr || series->seen == build_) continue;  // not sendable, or met already
@@ -293,20 +303,17 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
     }
   }
 
-  for (auto it = families_.begin(); it != families_.end();) {
-    if (it->second->seen != build_) {
-      it = families_.erase(it);
-      continue;
-    }
-    EndFamily(*it->second);
-    ++it;
+  for (Family* seen : next_family_order_) EndFamily(*seen);
+  if (next_family_order_.size() < families_.size()) {  // some families are gone
+    std::erase_if(families_, [this](const auto& entry) { return entry.second->seen != build_; });
   }
+  std::swap(family_order_, next_family_order_);
 
   record->clear();
-  record->reserve(24 + symbols_->bytes().size() + timeseries_.size());
+  record->reserve(24 + symbols_->bytes().size() + used);
   AppendRemoteWriteRecordHeader(*record, symbols_->epoch(), symbols_->bytes().size());
   record->append(symbols_->bytes());
-  record->append(timeseries_);
+  record->append(timeseries_.data(), used);
   return built;
 }
 

@@ -73,13 +73,15 @@ class RemoteWriteBatcher {
   std::unique_ptr<SymbolTable> symbols_;
   std::unordered_map<std::string, std::unique_ptr<Series>> series_;    // by content: the sorted labels joined
   std::unordered_map<std::string, std::unique_ptr<Family>> families_;  // by name
-  uint64_t build_ = 0;                                                 // the number of the current Build()
-  uint64_t last_queued_ = 0;  // the number of the last Build() whose record was queued
-  size_t seen_ = 0;           // series met in the current Build()
-  size_t previous_seen_ = 0;  // of them, those in the last queued record
-  size_t previous_ = 0;       // series in the last queued record
+  std::vector<Family*> family_order_;       // the previous build's families, in order: the first guess
+  std::vector<Family*> next_family_order_;  // this build's
+  uint64_t build_ = 0;                      // the number of the current Build()
+  uint64_t last_queued_ = 0;                // the number of the last Build() whose record was queued
+  size_t seen_ = 0;                         // series met in the current Build()
+  size_t previous_seen_ = 0;                // of them, those in the last queued record
+  size_t previous_ = 0;                     // series in the last queued record
   size_t forgotten_since_epoch_ = 0;
-  std::string timeseries_;     // the record's timeseries part, reused
+  std::string timeseries_;     // the record's timeseries part is built at its start; reused
   std::string sample_suffix_;  // the timestamp field of the current build
 };
 

@@ -175,13 +175,19 @@ bool ParseRemoteWriteRecord(std::string_view record, RemoteWriteRecordView* view
   return true;
 }
 
-std::string RemoteWriteRecordsToV2(const std::vector<std::string>& records, size_t* unreadable) {
+std::string_view RemoteWriteRecordsToV2(const std::vector<std::string>& records, std::string* scratch,
+                                        size_t* unreadable) {
+  scratch->clear();
   // The fast path: every record 2.0 and of one epoch.
   std::vector<RemoteWriteRecordView> views(records.size());
   bool one_epoch = true;
   for (size_t i = 0; i < records.size() && one_epoch; ++i) {
     one_epoch =
         ParseRemoteWriteRecord(records[i], &views[i]) && views[i].is_v2 && views[i].epoch == views[0].epoch;
+  }
+  if (one_epoch && records.size() == 1) {
+    // The symbols part and the timeseries part are adjacent in the record: the request as it stands.
+    return std::string_view(views[0].symbols.data(), views[0].symbols.size() + views[0].timeseries.size());
   }
   if (one_epoch) {
     std::string_view symbols;
@@ -190,17 +196,17 @@ std::string RemoteWriteRecordsToV2(const std::vector<std::string>& records, size
       if (view.symbols.size() > symbols.size()) symbols = view.symbols;  // the table only grows
       size += view.timeseries.size();
     }
-    std::string out;
-    out.reserve(symbols.size() + size);
-    out.append(symbols);
-    for (const RemoteWriteRecordView& view : views) out.append(view.timeseries);
-    return out;
+    scratch->reserve(symbols.size() + size);
+    scratch->append(symbols);
+    for (const RemoteWriteRecordView& view : views) scratch->append(view.timeseries);
+    return *scratch;
   }
   RemoteWriteBatch batch;
   for (const std::string& record : records) {
     if (!DecodeRemoteWriteRecord(record, &batch)) ++*unreadable;
   }
-  return EncodeRequestV2(batch);
+  *scratch = EncodeRequestV2(batch);
+  return *scratch;
 }
 
 std::string RemoteWriteRecordsToV1(const std::vector<std::string>& records, size_t* unreadable) {

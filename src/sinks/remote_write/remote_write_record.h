@@ -47,9 +47,11 @@ void AppendRemoteWriteRecordHeader(std::string& out, uint64_t epoch, size_t symb
 // Splits `record`. False when it starts like a 2.0 record but its header is cut or of an unknown version.
 bool ParseRemoteWriteRecord(std::string_view record, RemoteWriteRecordView* view);
 
-// The uncompressed 2.0 Request for `records`, oldest first. Unreadable records are left out and counted
-// in *unreadable.
-std::string RemoteWriteRecordsToV2(const std::vector<std::string>& records, size_t* unreadable);
+// The uncompressed 2.0 Request for `records`, oldest first: a view into the record itself when there is
+// one 2.0 record (no copy), else into *scratch, which it replaces. Unreadable records are left out and
+// counted in *unreadable.
+std::string_view RemoteWriteRecordsToV2(const std::vector<std::string>& records, std::string* scratch,
+                                        size_t* unreadable);
 
 // The uncompressed 1.0 WriteRequest for `records`, oldest first. Unreadable records are left out and
 // counted in *unreadable.

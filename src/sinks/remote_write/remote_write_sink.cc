@@ -184,7 +184,8 @@ EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<
   body.content_encoding = "snappy";
   size_t unreadable = 0;
   if (destination.protocol.load() == 2) {
-    body.body = SnappyCompress(RemoteWriteRecordsToV2(records, &unreadable));
+    std::string scratch;
+    body.body = SnappyCompress(RemoteWriteRecordsToV2(records, &scratch, &unreadable));
     body.content_type = std::string(kRemoteWriteV2ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "2.0.0");
   } else {

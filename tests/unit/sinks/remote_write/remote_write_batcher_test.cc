@@ -50,7 +50,8 @@ RemoteWriteBatch AsV1(const std::string& record) {
 
 std::vector<testing::V2Series> AsV2(const std::string& record) {
   size_t unreadable = 0;
-  const auto series = testing::ReadV2Request(RemoteWriteRecordsToV2({record}, &unreadable));
+  std::string scratch;
+  const auto series = testing::ReadV2Request(RemoteWriteRecordsToV2({record}, &scratch, &unreadable));
   EXPECT_EQ(unreadable, 0u);
   EXPECT_TRUE(series.has_value());
   return series.value_or(std::vector<testing::V2Series>{});

@@ -76,13 +76,31 @@ TEST(RemoteWriteRecordTest, RecordsOfOneEpochJoinUnderTheLongestSymbolsTable) {
   EXPECT_EQ(a.epoch, b.epoch);
   EXPECT_LT(a.symbols.size(), b.symbols.size());
   size_t unreadable = 0;
-  const std::string request = RemoteWriteRecordsToV2({first, second}, &unreadable);
+  std::string scratch;
+  const std::string request(RemoteWriteRecordsToV2({first, second}, &scratch, &unreadable));
   EXPECT_EQ(request, std::string(b.symbols) + std::string(a.timeseries) + std::string(b.timeseries));
   const auto series = testing::ReadV2Request(request);
   ASSERT_TRUE(series.has_value());
   EXPECT_EQ(Samples(*series), (std::vector<std::tuple<std::string, double, int64_t>>{
                                   {"0", 40, 1000}, {"0", 50, 2000}, {"1", 51, 2000}, {"2", 52, 2000}}));
   EXPECT_EQ((*series)[0].help, "GPU temperature (in C).");
+}
+
+TEST(RemoteWriteRecordTest, TheV2RequestOfOneRecordIsTheRecordItselfWithoutACopy) {
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  const std::vector<std::string> records = {RecordOf(batcher, Temperatures(2, 40), 1000)};
+  RemoteWriteRecordView view;
+  ASSERT_TRUE(ParseRemoteWriteRecord(records[0], &view));
+  std::string scratch;
+  size_t unreadable = 0;
+  const std::string_view request = RemoteWriteRecordsToV2(records, &scratch, &unreadable);
+  EXPECT_EQ(request.data(), view.symbols.data());
+  EXPECT_EQ(request.data() + request.size(), records[0].data() + records[0].size());
+  EXPECT_TRUE(scratch.empty());
+  const auto series = testing::ReadV2Request(request);
+  ASSERT_TRUE(series.has_value());
+  EXPECT_EQ(Samples(*series),
+            (std::vector<std::tuple<std::string, double, int64_t>>{{"0", 40, 1000}, {"1", 41, 1000}}));
 }
 
 TEST(RemoteWriteRecordTest, RecordsOfDifferentEpochsAreMergedIntoOneTable) {
@@ -96,7 +114,8 @@ TEST(RemoteWriteRecordTest, RecordsOfDifferentEpochsAreMergedIntoOneTable) {
   ASSERT_TRUE(ParseRemoteWriteRecord(second, &b));
   EXPECT_NE(a.epoch, b.epoch);
   size_t unreadable = 0;
-  const auto series = testing::ReadV2Request(RemoteWriteRecordsToV2({first, second}, &unreadable));
+  std::string scratch;
+  const auto series = testing::ReadV2Request(RemoteWriteRecordsToV2({first, second}, &scratch, &unreadable));
   EXPECT_EQ(unreadable, 0u);
   ASSERT_TRUE(series.has_value());
   EXPECT_EQ(Samples(*series),
@@ -110,6 +129,7 @@ TEST(RemoteWriteRecordTest, PlainV1RecordsFromAnOlderAgentAreSentAsTheyAreOrConv
   const std::string old_record = PreUpgradeRecord(2, 30, 1000);
   const std::string new_record = RecordOf(batcher, Temperatures(2, 40), 2000);
   size_t unreadable = 0;
+  std::string scratch;
   EXPECT_EQ(RemoteWriteRecordsToV1({old_record}, &unreadable), old_record);
   RemoteWriteBatch v1;
   ASSERT_TRUE(DecodeWriteRequestV1(RemoteWriteRecordsToV1({old_record, new_record}, &unreadable), &v1));
@@ -117,7 +137,8 @@ TEST(RemoteWriteRecordTest, PlainV1RecordsFromAnOlderAgentAreSentAsTheyAreOrConv
   EXPECT_EQ(v1.series[1].value, 31);
   EXPECT_EQ(v1.series[2].value, 40);
   EXPECT_EQ(v1.series[2].labels, v1.series[0].labels);
-  const auto v2 = testing::ReadV2Request(RemoteWriteRecordsToV2({old_record, new_record}, &unreadable));
+  const auto v2 =
+      testing::ReadV2Request(RemoteWriteRecordsToV2({old_record, new_record}, &scratch, &unreadable));
   ASSERT_TRUE(v2.has_value());
   EXPECT_EQ(Samples(*v2), (std::vector<std::tuple<std::string, double, int64_t>>{
                               {"0", 30, 1000}, {"1", 31, 1000}, {"0", 40, 2000}, {"1", 41, 2000}}));
@@ -136,13 +157,15 @@ TEST(RemoteWriteRecordTest, AnUnreadableRecordIsLeftOutAndCounted) {
     EXPECT_FALSE(ParseRemoteWriteRecord(bad, &view));
   }
   size_t unreadable = 0;
+  std::string scratch;
   RemoteWriteBatch v1;
   ASSERT_TRUE(
       DecodeWriteRequestV1(RemoteWriteRecordsToV1({unknown_version, good, cut_series}, &unreadable), &v1));
   EXPECT_EQ(unreadable, 2u);
   EXPECT_EQ(v1.series.size(), 1u);
   unreadable = 0;
-  const auto v2 = testing::ReadV2Request(RemoteWriteRecordsToV2({good, unknown_version}, &unreadable));
+  const auto v2 =
+      testing::ReadV2Request(RemoteWriteRecordsToV2({good, unknown_version}, &scratch, &unreadable));
   EXPECT_EQ(unreadable, 1u);
   ASSERT_TRUE(v2.has_value());
   EXPECT_EQ(v2->size(), 1u);
