@@ -18,7 +18,7 @@ using remote_write_wire::PutBytes;
 using remote_write_wire::PutVarint;
 
 constexpr uint64_t kRecordVersion = 1;
-constexpr uint32_t kNoRef = UINT32_MAX;
+constexpr uint32_t kNoRef = RemoteWriteV1Writer::kNoRef;
 
 // The symbols part of a 2.0 record as views; *name_ref is the index of "__name__" (kNoRef if absent).
 bool ReadSymbols(std::string_view bytes, std::vector<std::string_view>* symbols, uint32_t* name_ref) {
@@ -41,8 +41,47 @@ struct FamilyMetadata {
   uint32_t unit_ref = 0;
 };
 
+// A series' labels_refs (the packed refs) as 1.0 label entries; family_ref is its __name__ value's ref.
+bool WriteLabels(std::string_view packed, const std::vector<std::string_view>& symbols, uint32_t name_ref,
+                 RemoteWriteV1Writer::SeriesLabels* labels) {
+  std::vector<uint32_t> refs;
+  size_t pos = 0;
+  uint64_t ref = 0;
+  while (pos < packed.size()) {
+    if (!protowire::ReadVarint(packed, &pos, &ref) || ref >= symbols.size()) return false;
+    refs.push_back(static_cast<uint32_t>(ref));
+  }
+  if (refs.size() % 2 != 0) return false;
+  size_t size = 0;
+  for (size_t i = 0; i < refs.size(); i += 2) {
+    size += FieldSize(LabelSize(symbols[refs[i]], symbols[refs[i + 1]]));
+    if (refs[i] == name_ref) labels->family_ref = refs[i + 1];
+  }
+  labels->bytes.resize(size);
+  char* p = labels->bytes.data();
+  for (size_t i = 0; i < refs.size(); i += 2) {
+    const std::string_view name = symbols[refs[i]];
+    const std::string_view value = symbols[refs[i + 1]];
+    *p++ = '\x0a';  // labels: field 1
+    p = PutVarint(p, LabelSize(name, value));
+    *p++ = '\x0a';  // name: field 1
+    p = PutVarint(p, name.size());
+    p = PutBytes(p, name);
+    *p++ = '\x12';  // value: field 2
+    p = PutVarint(p, value.size());
+    p = PutBytes(p, value);
+  }
+  return true;
+}
+
+}  // namespace
+
 // Appends one 2.0 record as 1.0 WriteRequest bytes. False on a malformed record (*out unchanged then).
-bool AppendV2RecordAsV1(const RemoteWriteRecordView& view, std::string& out) {
+bool RemoteWriteV1Writer::AppendV2Record(const RemoteWriteRecordView& view, std::string& out) {
+  if (view.epoch != epoch_) {  // refs of another table
+    labels_.clear();
+    epoch_ = view.epoch;
+  }
   std::vector<std::string_view> symbols;
   uint32_t name_ref = kNoRef;
   if (!ReadSymbols(view.symbols, &symbols, &name_ref)) return false;
@@ -53,7 +92,6 @@ bool AppendV2RecordAsV1(const RemoteWriteRecordView& view, std::string& out) {
     out.resize(start);
     return false;
   };
-  std::vector<uint32_t> refs;
   std::vector<std::string_view> samples;
   std::vector<FamilyMetadata> families;  // in order of first appearance
   std::vector<bool> family_seen(symbols.size(), false);
@@ -63,64 +101,40 @@ bool AppendV2RecordAsV1(const RemoteWriteRecordView& view, std::string& out) {
     if (!NextField(view.timeseries, &pos, &series) || series.number != 5 ||
         series.type != WireType::kLengthDelimited)
       return fail();
-    refs.clear();
+    ++series_;
     samples.clear();
+    std::string_view refs;
     std::string_view metadata;
     size_t series_pos = 0;
     Field f;
     while (series_pos < series.bytes.size()) {
       if (!NextField(series.bytes, &series_pos, &f)) return fail();
       if (f.type != WireType::kLengthDelimited) continue;
-      if (f.number == 1) {
-        size_t ref_pos = 0;
-        uint64_t ref = 0;
-        while (ref_pos < f.bytes.size()) {
-          if (const auto byte = static_cast<unsigned char>(f.bytes[ref_pos]); byte < 0x80) {
-            ref = byte;  // refs below 128, most of them: one byte
-            ++ref_pos;
-          } else if (!protowire::ReadVarint(f.bytes, &ref_pos, &ref)) {
-            return fail();
-          }
-          if (ref >= symbols.size()) return fail();
-          refs.push_back(static_cast<uint32_t>(ref));
-        }
-      } else if (f.number == 2) {
-        samples.push_back(f.bytes);  // Sample{value=1, timestamp=2}: the same fields in 1.0
-      } else if (f.number == 5) {
-        metadata = f.bytes;
-      }
+      if (f.number == 1) refs = f.bytes;
+      if (f.number == 2) samples.push_back(f.bytes);  // Sample{value=1, timestamp=2}: the same fields in 1.0
+      if (f.number == 5) metadata = f.bytes;
     }
-    if (refs.size() % 2 != 0) return fail();
-    // Sizes first, then every byte written once into the space made for them.
-    size_t size = 0;
-    uint32_t family_ref = kNoRef;
-    for (size_t i = 0; i < refs.size(); i += 2) {
-      size += FieldSize(LabelSize(symbols[refs[i]], symbols[refs[i + 1]]));
-      if (refs[i] == name_ref) family_ref = refs[i + 1];
+    auto found = labels_.find(refs);
+    if (found == labels_.end()) {
+      SeriesLabels labels;
+      if (!WriteLabels(refs, symbols, name_ref, &labels)) return fail();
+      found = labels_.emplace(std::string(refs), std::move(labels)).first;
     }
+    const SeriesLabels& labels = found->second;
+    size_t size = labels.bytes.size();
     for (std::string_view sample : samples) size += FieldSize(sample.size());
     const size_t at = out.size();
     out.resize(at + FieldSize(size));
     char* p = out.data() + at;
     *p++ = '\x0a';  // timeseries: field 1, length-delimited
     p = PutVarint(p, size);
-    for (size_t i = 0; i < refs.size(); i += 2) {
-      const std::string_view name = symbols[refs[i]];
-      const std::string_view value = symbols[refs[i + 1]];
-      *p++ = '\x0a';  // labels: field 1
-      p = PutVarint(p, LabelSize(name, value));
-      *p++ = '\x0a';  // name: field 1
-      p = PutVarint(p, name.size());
-      p = PutBytes(p, name);
-      *p++ = '\x12';  // value: field 2
-      p = PutVarint(p, value.size());
-      p = PutBytes(p, value);
-    }
+    p = PutBytes(p, labels.bytes);
     for (std::string_view sample : samples) {
       *p++ = '\x12';  // samples: field 2
       p = PutVarint(p, sample.size());
       p = PutBytes(p, sample);
     }
+    const uint32_t family_ref = labels.family_ref;
     if (metadata.empty() || family_ref == kNoRef || family_seen[family_ref]) continue;
     family_seen[family_ref] = true;
     FamilyMetadata& m = families.emplace_back();
@@ -142,7 +156,23 @@ bool AppendV2RecordAsV1(const RemoteWriteRecordView& view, std::string& out) {
   return true;
 }
 
-}  // namespace
+std::string RemoteWriteV1Writer::Request(const std::vector<std::string>& records, size_t* unreadable) {
+  std::string out;
+  series_ = 0;
+  for (const std::string& record : records) {
+    RemoteWriteRecordView view;
+    if (!ParseRemoteWriteRecord(record, &view)) {
+      ++*unreadable;
+    } else if (!view.is_v2) {
+      out.append(view.v1);
+    } else if (!AppendV2Record(view, out)) {
+      ++*unreadable;
+    }
+  }
+  // Series that ended stay until the cache outgrows the live ones.
+  if (labels_.size() > 2 * series_ + 1024) labels_.clear();
+  return out;
+}
 
 void AppendRemoteWriteRecordHeader(std::string& out, uint64_t epoch, size_t symbols_bytes) {
   out.push_back('\0');
@@ -209,27 +239,12 @@ std::string_view RemoteWriteRecordsToV2(const std::vector<std::string>& records,
   return *scratch;
 }
 
-std::string RemoteWriteRecordsToV1(const std::vector<std::string>& records, size_t* unreadable) {
-  std::string out;
-  for (const std::string& record : records) {
-    RemoteWriteRecordView view;
-    if (!ParseRemoteWriteRecord(record, &view)) {
-      ++*unreadable;
-    } else if (!view.is_v2) {
-      out.append(view.v1);
-    } else if (!AppendV2RecordAsV1(view, out)) {
-      ++*unreadable;
-    }
-  }
-  return out;
-}
-
 bool DecodeRemoteWriteRecord(std::string_view record, RemoteWriteBatch* batch) {
   RemoteWriteRecordView view;
   if (!ParseRemoteWriteRecord(record, &view)) return false;
   if (!view.is_v2) return DecodeWriteRequestV1(view.v1, batch);
   std::string v1;
-  return AppendV2RecordAsV1(view, v1) && DecodeWriteRequestV1(v1, batch);
+  return RemoteWriteV1Writer().AppendV2Record(view, v1) && DecodeWriteRequestV1(v1, batch);
 }
 
 void SummarizeRemoteWriteRecord(std::string_view record, uint64_t* samples, int64_t* timestamp_ms) {

@@ -27,7 +27,8 @@ struct RemoteWriteSink::Destination {
   std::string url;
   std::string consumer;  // queue consumer and the sender's sink label
   std::unique_ptr<PushSender> sender;
-  std::atomic<int> protocol{1};  // what the next request uses: 1 or 2
+  std::atomic<int> protocol{1};   // what the next request uses: 1 or 2
+  RemoteWriteV1Writer v1_writer;  // the sender's thread only
   mutable Mutex mu;
   uint64_t samples_sent GUARDED_BY(mu) = 0;
   uint64_t samples_retried GUARDED_BY(mu) = 0;
@@ -189,7 +190,7 @@ EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<
     body.content_type = std::string(kRemoteWriteV2ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "2.0.0");
   } else {
-    body.body = SnappyCompress(RemoteWriteRecordsToV1(records, &unreadable));
+    body.body = SnappyCompress(destination.v1_writer.Request(records, &unreadable));
     body.content_type = std::string(kRemoteWriteV1ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "0.1.0");
   }

@@ -43,7 +43,7 @@ std::vector<Labels> Gpus(int count) {
 RemoteWriteBatch AsV1(const std::string& record) {
   size_t unreadable = 0;
   RemoteWriteBatch batch;
-  EXPECT_TRUE(DecodeWriteRequestV1(RemoteWriteRecordsToV1({record}, &unreadable), &batch));
+  EXPECT_TRUE(DecodeWriteRequestV1(RemoteWriteV1Writer().Request({record}, &unreadable), &batch));
   EXPECT_EQ(unreadable, 0u);
   return batch;
 }

@@ -60,7 +60,7 @@ TEST(RemoteWriteRecordTest, TheV1RequestOfARecordIsByteForByteWhatTheBatchEncode
   RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
   const std::string record = RecordOf(batcher, Temperatures(3, 40), 1796150000123);
   size_t unreadable = 0;
-  EXPECT_EQ(RemoteWriteRecordsToV1({record}, &unreadable), PreUpgradeRecord(3, 40, 1796150000123));
+  EXPECT_EQ(RemoteWriteV1Writer().Request({record}, &unreadable), PreUpgradeRecord(3, 40, 1796150000123));
   EXPECT_EQ(unreadable, 0u);
 }
 
@@ -130,9 +130,10 @@ TEST(RemoteWriteRecordTest, PlainV1RecordsFromAnOlderAgentAreSentAsTheyAreOrConv
   const std::string new_record = RecordOf(batcher, Temperatures(2, 40), 2000);
   size_t unreadable = 0;
   std::string scratch;
-  EXPECT_EQ(RemoteWriteRecordsToV1({old_record}, &unreadable), old_record);
+  EXPECT_EQ(RemoteWriteV1Writer().Request({old_record}, &unreadable), old_record);
   RemoteWriteBatch v1;
-  ASSERT_TRUE(DecodeWriteRequestV1(RemoteWriteRecordsToV1({old_record, new_record}, &unreadable), &v1));
+  ASSERT_TRUE(
+      DecodeWriteRequestV1(RemoteWriteV1Writer().Request({old_record, new_record}, &unreadable), &v1));
   ASSERT_EQ(v1.series.size(), 4u);
   EXPECT_EQ(v1.series[1].value, 31);
   EXPECT_EQ(v1.series[2].value, 40);
@@ -159,8 +160,8 @@ TEST(RemoteWriteRecordTest, AnUnreadableRecordIsLeftOutAndCounted) {
   size_t unreadable = 0;
   std::string scratch;
   RemoteWriteBatch v1;
-  ASSERT_TRUE(
-      DecodeWriteRequestV1(RemoteWriteRecordsToV1({unknown_version, good, cut_series}, &unreadable), &v1));
+  ASSERT_TRUE(DecodeWriteRequestV1(
+      RemoteWriteV1Writer().Request({unknown_version, good, cut_series}, &unreadable), &v1));
   EXPECT_EQ(unreadable, 2u);
   EXPECT_EQ(v1.series.size(), 1u);
   unreadable = 0;
