@@ -64,6 +64,31 @@ TEST(RemoteWriteRecordTest, TheV1RequestOfARecordIsByteForByteWhatTheBatchEncode
   EXPECT_EQ(unreadable, 0u);
 }
 
+TEST(RemoteWriteRecordTest, TheV1WriterReusesLabelsWithinAnEpochAndStartsOverOnAnother) {
+  RemoteWriteBatcher first_run(LabelPairs{{"cluster", "c1"}});
+  RemoteWriteV1Writer writer;
+  size_t unreadable = 0;
+  EXPECT_EQ(writer.Request({RecordOf(first_run, Temperatures(1, 40), 1000)}, &unreadable),
+            PreUpgradeRecord(1, 40, 1000));
+  EXPECT_EQ(writer.cached_series(), 1u);
+  EXPECT_EQ(writer.Request({RecordOf(first_run, Temperatures(1, 50), 2000)}, &unreadable),
+            PreUpgradeRecord(1, 50, 2000));  // from the kept labels
+  EXPECT_EQ(writer.cached_series(), 1u);
+  // After a restart the same refs name other strings: the power family numbers its name where the
+  // temperature's stood (same help, same label names and values).
+  RemoteWriteBatcher second_run(LabelPairs{{"cluster", "c1"}});
+  MetricFamily power{"DCGM_FI_DEV_POWER_USAGE", "GPU temperature (in C).", MetricType::kGauge, "", {}};
+  power.samples.push_back({Labels{{"gpu", "0"}}, 300});
+  const std::string record = RecordOf(second_run, Snapshot::Of({power}), 3000);
+  RemoteWriteBatch v1;
+  ASSERT_TRUE(DecodeWriteRequestV1(writer.Request({record}, &unreadable), &v1));
+  ASSERT_EQ(v1.series.size(), 1u);
+  EXPECT_EQ(v1.series[0].labels,
+            (LabelPairs{{"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[0].value, 300);
+  EXPECT_EQ(unreadable, 0u);
+}
+
 TEST(RemoteWriteRecordTest, RecordsOfOneEpochJoinUnderTheLongestSymbolsTable) {
   RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
   const std::string first = RecordOf(batcher, Temperatures(1, 40), 1000);
