@@ -22,18 +22,6 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// The content key of a series: its sorted labels joined with bytes that cannot occur in UTF-8.
-std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string key;
-  for (const auto& [name, value] : labels) {
-    key.append(name);
-    key.push_back('\xff');
-    key.append(value);
-    key.push_back('\xfe');
-  }
-  return key;
-}
-
 }  // namespace
 
 // The 2.0 symbols table of the current epoch: "" first, each string once, append-only; `bytes` is its
@@ -44,37 +32,36 @@ class RemoteWriteBatcher::SymbolTable {
   void Reset(uint64_t epoch) {
     epoch_ = epoch;
     refs_.clear();
+    strings_.clear();
     bytes_.clear();
     Ref("");
   }
   uint32_t Ref(std::string_view s) {
     if (auto found = refs_.find(s); found != refs_.end()) return found->second;
-    const auto ref = static_cast<uint32_t>(refs_.size());
-    refs_.emplace(std::string(s), ref);
+    const auto ref = static_cast<uint32_t>(strings_.size());
+    strings_.push_back(refs_.emplace(std::string(s), ref).first->first);  // a node's key does not move
     protowire::AppendBytesField(bytes_, 4, s);
     return ref;
   }
+  // The string of `ref` (which this table gave out).
+  std::string_view At(uint32_t ref) const { return strings_[ref]; }
   uint64_t epoch() const { return epoch_; }
   const std::string& bytes() const { return bytes_; }
-  size_t size() const { return refs_.size(); }
+  size_t size() const { return strings_.size(); }
 
  private:
   uint64_t epoch_ = 0;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> refs_;
+  std::vector<std::string_view> strings_;  // by ref: views of refs_' keys
   std::string bytes_;
 };
 
+// A series is its labels' refs: the key it is kept under in series_ (packed varints, names and values
+// alternating, sorted by name, __name__ included), in the current table.
 struct RemoteWriteBatcher::Series {
   uint64_t seen = 0;    // the last build whose snapshot had it
   uint64_t queued = 0;  // the last queued build that had it, as known when it was last met (InPrevious)
-  uint64_t epoch = 0;   // of the refs; 0: not worked out yet
-  uint32_t refs_size = 0;
-  char refs[52];          // TimeSeries.labels_refs (field 1, packed) in epoch `epoch`'s table, when it fits
-  std::string long_refs;  // ... when it does not
-  std::vector<std::pair<std::string, std::string>> labels;  // sorted by name, __name__ included
-  std::string_view refs_field() const {
-    return refs_size <= sizeof(refs) ? std::string_view(refs, refs_size) : std::string_view(long_refs);
-  }
+  const std::string* refs = nullptr;  // its key in series_
 };
 
 struct RemoteWriteBatcher::Family {
@@ -119,30 +106,27 @@ size_t RemoteWriteBatcher::symbols() const { return symbols_->size(); }
 
 void RemoteWriteBatcher::StartEpochIfDue() {
   // Forgotten series' strings stay in the table until a new epoch: start one when they could outnumber
-  // the live ones'.
+  // the live ones'. Every kept series' refs are translated into the new table (its key changes, the
+  // series stays where it is, so families' pointers to it hold).
   if (forgotten_since_epoch_ <= series_.size() + 1024) return;
   uint64_t epoch = symbols_->epoch() + 1;
-  if (epoch == 0) epoch = 1;  // 0 means "not worked out" in Series and Family
-  symbols_->Reset(epoch);
+  if (epoch == 0) epoch = 1;  // 0 means "not worked out" in Family
+  auto fresh = std::make_unique<SymbolTable>(epoch);
+  std::vector<decltype(series_)::node_type> nodes;
+  nodes.reserve(series_.size());
+  while (!series_.empty()) nodes.push_back(series_.extract(series_.begin()));
+  for (auto& node : nodes) {
+    std::string refs;
+    size_t pos = 0;
+    uint64_t ref = 0;
+    while (protowire::ReadVarint(node.key(), &pos, &ref))
+      protowire::AppendVarint(refs, fresh->Ref(symbols_->At(static_cast<uint32_t>(ref))));
+    node.key() = std::move(refs);
+    series_.insert(std::move(node));
+  }
+  for (auto& [key, series] : series_) series.refs = &key;
+  symbols_ = std::move(fresh);
   forgotten_since_epoch_ = 0;
-}
-
-void RemoteWriteBatcher::Refresh(Series& series) {
-  std::string refs;
-  for (const auto& [name, value] : series.labels) {
-    protowire::AppendVarint(refs, symbols_->Ref(name));
-    protowire::AppendVarint(refs, symbols_->Ref(value));
-  }
-  std::string field;
-  protowire::AppendBytesField(field, 1, refs);
-  series.refs_size = static_cast<uint32_t>(field.size());
-  if (field.size() <= sizeof(series.refs)) {
-    std::memcpy(series.refs, field.data(), field.size());
-    series.long_refs.clear();
-  } else {
-    series.long_refs = std::move(field);
-  }
-  series.epoch = symbols_->epoch();
 }
 
 void RemoteWriteBatcher::Refresh(Family& family) {
@@ -176,14 +160,15 @@ RemoteWriteBatcher::Series* RemoteWriteBatcher::Miss(Family& family, const Sampl
       std::adjacent_find(labels.begin(), labels.end(),
                          [](const auto& a, const auto& b) { return a.first == b.first; }) != labels.end();
   if (duplicate_name) return nullptr;
-  std::string key = SeriesKey(labels);
-  auto found = series_.find(key);
-  if (found != series_.end()) return found->second.get();  // the same series under a new label set
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  Series* raw = series.get();
-  series_.emplace(std::move(key), std::move(series));
-  return raw;
+  std::string refs;
+  for (const auto& [name, value] : labels) {
+    protowire::AppendVarint(refs, symbols_->Ref(name));
+    protowire::AppendVarint(refs, symbols_->Ref(value));
+  }
+  // Found: the same series under a new label set.
+  auto [found, inserted] = series_.try_emplace(std::move(refs));
+  found->second.refs = &found->first;
+  return &found->second;
 }
 
 RemoteWriteBatcher::Series* RemoteWriteBatcher::Resolve(Family& family, const Sample& sample, size_t index) {
@@ -228,14 +213,17 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
   if (timestamp_ms != 0) protowire::AppendVarintField(sample_suffix_, 2, static_cast<uint64_t>(timestamp_ms));
   const size_t sample_size = 9 + sample_suffix_.size();  // value (key + fixed64), timestamp
   const auto append = [&](const Series& series, double value, std::string_view metadata_field) {
-    const std::string_view refs = series.refs_field();
-    const size_t size = refs.size() + 2 + sample_size + metadata_field.size();
+    const std::string& refs = *series.refs;
+    const size_t refs_field = 1 + remote_write_wire::VarintSize(refs.size()) + refs.size();
+    const size_t size = refs_field + 2 + sample_size + metadata_field.size();
     const size_t need = 1 + remote_write_wire::VarintSize(size) + size;
     if (used + need > timeseries_.size()) timeseries_.resize(std::max(2 * timeseries_.size(), used + need));
     char* p = timeseries_.data() + used;
     used += need;
     *p++ = '\x2a';  // timeseries: field 5, length-delimited
     p = PutVarint(p, size);
+    *p++ = '\x0a';  // labels_refs: field 1, packed
+    p = PutVarint(p, refs.size());
     p = PutBytes(p, refs);
     *p++ = '\x12';  // samples: field 2, length-delimited
     *p++ = static_cast<char>(sample_size);
@@ -287,7 +275,6 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
       if (series->seen == last_queued_) series->queued = series->seen;
       series->seen = build_;
       ++seen_;
-      if (series->epoch != symbols_->epoch()) Refresh(*series);
       append(*series, sample.value, family->metadata_field);
     }
   }
@@ -295,9 +282,8 @@ RemoteWriteBatcher::Built RemoteWriteBatcher::Build(const Snapshot& snapshot, in
 
   if (previous_seen_ < previous_) {  // some series of the last queued record are gone
     for (auto& [key, series] : series_) {
-      if (series->seen == build_ || !InPrevious(*series)) continue;
-      if (series->epoch != symbols_->epoch()) Refresh(*series);
-      append(*series, StaleMarker(), {});
+      if (series.seen == build_ || !InPrevious(series)) continue;
+      append(series, StaleMarker(), {});
       ++built.samples;
       ++built.stale_markers;
     }
@@ -322,7 +308,7 @@ void RemoteWriteBatcher::Committed(bool queued) {
   const size_t kept_unseen = queued ? 0 : previous_ - previous_seen_;
   if (seen_ + kept_unseen < series_.size()) {
     for (auto it = series_.begin(); it != series_.end();) {
-      const Series& series = *it->second;
+      const Series& series = it->second;
       if (series.seen == build_ || (!queued && InPrevious(series))) {
         ++it;
         continue;

@@ -63,7 +63,6 @@ class RemoteWriteBatcher {
   class SymbolTable;
   Series* Resolve(Family& family, const Sample& sample, size_t index);
   Series* Miss(Family& family, const Sample& sample);
-  void Refresh(Series& series);
   void Refresh(Family& family);
   void EndFamily(Family& family);
   bool InPrevious(const Series& series) const;
@@ -71,7 +70,7 @@ class RemoteWriteBatcher {
 
   std::vector<std::pair<std::string, std::string>> external_labels_;
   std::unique_ptr<SymbolTable> symbols_;
-  std::unordered_map<std::string, std::unique_ptr<Series>> series_;    // by content: the sorted labels joined
+  std::unordered_map<std::string, Series> series_;  // by content: the labels' refs (see Series)
   std::unordered_map<std::string, std::unique_ptr<Family>> families_;  // by name
   std::vector<Family*> family_order_;       // the previous build's families, in order: the first guess
   std::vector<Family*> next_family_order_;  // this build's

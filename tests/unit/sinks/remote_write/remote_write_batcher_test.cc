@@ -207,11 +207,14 @@ TEST(RemoteWriteBatcherTest, ChurnStartsANewSymbolsTableHoldingOnlyLiveStrings) 
   RemoteWriteRecordView view;
   uint64_t first_epoch = 0;
   size_t peak = 0;
-  // Every interval a new job: its series replaces the previous job's (which gets its stale marker).
+  // Every interval a new job: its series replaces the previous job's (which gets its stale marker); the
+  // GPU's series lives through it all, across the new table.
+  const Labels gpu{{"gpu", "0"}, {"UUID", "GPU-100"}};
   for (int job = 0; job < 1200; ++job) {
     MetricFamily info{"gpuscope_job_info", "", MetricType::kGauge, "", {}};
     info.samples.push_back({Labels{{"gpu", "0"}, {"hpc_job", std::to_string(job)}}, 1});
-    batcher.Build(Snapshot::Of({info}), 1000 + job, &record);
+    MetricFamily up{"gpuscope_gpu_up", "Whether the GPU answers.", MetricType::kGauge, "", {{gpu, 1}}};
+    batcher.Build(Snapshot::Of({info, up}), 1000 + job, &record);
     batcher.Committed(true);
     peak = std::max(peak, batcher.symbols());
     ASSERT_TRUE(ParseRemoteWriteRecord(record, &view));
@@ -221,11 +224,16 @@ TEST(RemoteWriteBatcherTest, ChurnStartsANewSymbolsTableHoldingOnlyLiveStrings) 
   EXPECT_GT(peak, 1000u);
   EXPECT_LT(batcher.symbols(), 200u);
   const RemoteWriteBatch v1 = AsV1(record);  // the new table still reads right
-  ASSERT_EQ(v1.series.size(), 2u);
+  ASSERT_EQ(v1.series.size(), 3u);
   EXPECT_EQ(v1.series[0].labels,
             (LabelPairs{{"__name__", "gpuscope_job_info"}, {"gpu", "0"}, {"hpc_job", "1199"}}));
-  EXPECT_EQ(v1.series[1].labels[2].second, "1198");
-  EXPECT_TRUE(IsStaleMarker(v1.series[1].value));
+  EXPECT_EQ(v1.series[1].labels,
+            (LabelPairs{{"UUID", "GPU-100"}, {"__name__", "gpuscope_gpu_up"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[2].labels[2].second, "1198");
+  EXPECT_TRUE(IsStaleMarker(v1.series[2].value));
+  ASSERT_EQ(v1.metadata.size(), 2u);
+  EXPECT_EQ(v1.metadata[1].help, "Whether the GPU answers.");
+  EXPECT_EQ(batcher.cached_series(), 2u);
 }
 
 }  // namespace
