@@ -9,7 +9,8 @@
 # Each agent runs the simulator's h100-training scenario with GPUS GPUs (9 by default: ~2,000 series, the
 # issue's figure), default collectors. CPU is the sum of the agent's threads' run time
 # (/proc/PID/task/*/schedstat, nanoseconds) over the window; samples are what the receiver acknowledged
-# (gpuscope_remote_write_samples_sent_total). Writes a Markdown table to OUT. Not part of the test run.
+# (gpuscope_remote_write_samples_sent_total); RSS is read at the end of the window. Writes a Markdown table
+# to OUT. Not part of the test run.
 # Usage: bench/remote_write_agent_cpu.sh [BUILD_DIR] [OUT.md] [WINDOW_SECONDS] [GPUS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,9 +96,10 @@ for name in "${names[@]}"; do
   s0[$name]=$(sent "${agent_port[$name]}")
 done
 sleep "$window"
-declare -A c1 s1
+declare -A c1 s1 rss
 for name in "${names[@]}"; do
   c1[$name]=$(cpu_ns "${agent_pid[$name]}")
+  rss[$name]=$(awk '$1 == "VmRSS:" {printf "%.1f", $2 / 1024}' "/proc/${agent_pid[$name]}/status")
 done
 t1=$(date +%s.%N)
 sleep 6  # the sent counter is published every 5 s
@@ -112,11 +114,11 @@ prom_series=$(curl -s "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencod
 
 rows=$(for name in "${names[@]}"; do
   awk -v name="$name" -v c="$((c1[$name] - c0[$name]))" -v base="$((c1[none] - c0[none]))" \
-    -v s="$((s1[$name] - s0[$name]))" -v t0="$t0" -v t1="$t1" 'BEGIN {
+    -v s="$((s1[$name] - s0[$name]))" -v t0="$t0" -v t1="$t1" -v rss="${rss[$name]}" 'BEGIN {
       pct = 100 * c / 1e9 / (t1 - t0)
       extra = c - base
       per = s > 0 ? sprintf("%.0f", extra / s) : "-"
-      printf "| %s | %.3f %% | %.1f | %+.3f %% | %d | %s |\n", name, pct, c / 1e6, 100 * extra / 1e9 / (t1 - t0), s, per
+      printf "| %s | %.3f %% | %.1f | %+.3f %% | %d | %s | %s |\n", name, pct, c / 1e6, 100 * extra / 1e9 / (t1 - t0), s, per, rss
     }'
 done)
 {
@@ -130,8 +132,8 @@ done)
   echo "they carry the noise of two measurements (the machine is shared). After the run the receivers held"
   echo "$vm_series series from vm-1.0 and $prom_series from prom3-2.0."
   echo
-  echo "| agent | CPU (% of one core) | CPU ms in window | vs none | samples sent | extra CPU ns per sample sent |"
-  echo "|---|---|---|---|---|---|"
+  echo "| agent | CPU (% of one core) | CPU ms in window | vs none | samples sent | extra CPU ns per sample sent | RSS MiB at the end |"
+  echo "|---|---|---|---|---|---|---|"
   echo "$rows"
 } >"$out"
 cat "$out"

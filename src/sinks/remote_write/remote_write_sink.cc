@@ -27,13 +27,14 @@ struct RemoteWriteSink::Destination {
   std::string url;
   std::string consumer;  // queue consumer and the sender's sink label
   std::unique_ptr<PushSender> sender;
-  std::atomic<int> protocol{1};   // what the next request uses: 1 or 2
-  RemoteWriteV1Writer v1_writer;  // the sender's thread only
+  std::atomic<int> protocol{1};  // what the next request uses: 1 or 2
   mutable Mutex mu;
   uint64_t samples_sent GUARDED_BY(mu) = 0;
   uint64_t samples_retried GUARDED_BY(mu) = 0;
   uint64_t samples_dropped GUARDED_BY(mu) = 0;
   int64_t highest_sent_ms GUARDED_BY(mu) = 0;
+  // 1.0 bodies; used on the sender's thread only.
+  RemoteWriteV1Writer v1_writer;
 };
 
 bool ParseRemoteWriteProtocol(std::string_view text, RemoteWriteProtocol* protocol) {
