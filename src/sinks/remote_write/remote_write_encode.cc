@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "src/sinks/otlp/protowire.h"
+#include "src/sinks/remote_write/remote_write_wire.h"
 
 namespace gpuscope {
 namespace {
@@ -15,62 +16,18 @@ namespace {
 using protowire::AppendBytesField;
 using protowire::AppendFixed64Field;
 using protowire::AppendVarintField;
-
-// Both protocols number the types alike (0 unknown/unspecified, 1 counter, 2 gauge, 6 info).
-uint64_t TypeNumber(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return 1;
-    case MetricType::kGauge:
-      return 2;
-    case MetricType::kInfo:
-      return 6;
-    case MetricType::kUnknown:
-      return 0;
-  }
-  return 0;
-}
-
-MetricType TypeFromNumber(uint64_t number) {
-  switch (number) {
-    case 1:
-      return MetricType::kCounter;
-    case 2:
-      return MetricType::kGauge;
-    case 6:
-      return MetricType::kInfo;
-    default:
-      return MetricType::kUnknown;
-  }
-}
-
-size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
-// A length-delimited field of `length` bytes with a one-byte key (field numbers below 16).
-size_t FieldSize(uint32_t field, size_t length) { return 1 + VarintSize(length) + length; }
-
-size_t LabelSize(std::string_view name, std::string_view value) {
-  return FieldSize(1, name.size()) + FieldSize(2, value.size());
-}
+using remote_write_wire::AppendHeader;
+using remote_write_wire::FieldSize;
+using remote_write_wire::LabelSize;
+using remote_write_wire::TypeFromNumber;
+using remote_write_wire::TypeNumber;
+using remote_write_wire::VarintSize;
 
 size_t SampleSize(int64_t timestamp_ms, int64_t start_ms) {
   size_t size = 9;  // value: key + fixed64
   if (timestamp_ms != 0) size += 1 + VarintSize(static_cast<uint64_t>(timestamp_ms));
   if (start_ms != 0) size += 1 + VarintSize(static_cast<uint64_t>(start_ms));
   return size;
-}
-
-// The key and length of a length-delimited field whose bytes the caller appends next.
-void AppendHeader(std::string& out, uint32_t field, size_t length) {
-  protowire::AppendTag(out, field, protowire::WireType::kLengthDelimited);
-  protowire::AppendVarint(out, length);
 }
 
 void AppendSampleFields(std::string& out, double value, int64_t timestamp_ms, int64_t start_ms) {
@@ -170,32 +127,23 @@ std::string EncodeWriteRequestV1(const RemoteWriteBatch& batch) {
   size_t total = 0;
   for (const RemoteWriteSeries& series : batch.series) {
     size_t size = 0;
-    for (const auto& [name, value] : series.labels) size += FieldSize(1, LabelSize(name, value));
-    size += FieldSize(2, SampleSize(series.timestamp_ms, 0));
+    for (const auto& [name, value] : series.labels) size += FieldSize(LabelSize(name, value));
+    size += FieldSize(SampleSize(series.timestamp_ms, 0));
     series_sizes.push_back(size);
-    total += FieldSize(1, size);
+    total += FieldSize(size);
   }
   std::string out;
   out.reserve(total + batch.metadata.size() * 64);
   for (size_t i = 0; i < batch.series.size(); ++i) {
     const RemoteWriteSeries& series = batch.series[i];
     AppendHeader(out, 1, series_sizes[i]);
-    for (const auto& [name, value] : series.labels) {
-      AppendHeader(out, 1, LabelSize(name, value));
-      AppendBytesField(out, 1, name);
-      AppendBytesField(out, 2, value);
-    }
+    for (const auto& [name, value] : series.labels) remote_write_wire::AppendLabelV1(out, name, value);
     AppendHeader(out, 2, SampleSize(series.timestamp_ms, 0));
     AppendSampleFields(out, series.value, series.timestamp_ms, 0);
   }
   std::string metadata;
   for (const RemoteWriteMetadata& m : batch.metadata) {
-    metadata.clear();
-    if (const uint64_t type = TypeNumber(m.type); type != 0) AppendVarintField(metadata, 1, type);
-    AppendBytesField(metadata, 2, m.family);
-    if (!m.help.empty()) AppendBytesField(metadata, 4, m.help);
-    if (!m.unit.empty()) AppendBytesField(metadata, 5, m.unit);
-    AppendBytesField(out, 3, metadata);
+    remote_write_wire::AppendMetadataV1(out, metadata, TypeNumber(m.type), m.family, m.help, m.unit);
   }
   return out;
 }
@@ -239,8 +187,8 @@ std::string EncodeRequestV2(const RemoteWriteBatch& batch) {
       if (const uint32_t unit = symbols.Ref(m.unit); unit != 0) AppendVarintField(meta, 4, unit);
     }
     const size_t sample_size = SampleSize(series.timestamp_ms, series.start_timestamp_ms);
-    size_t size = FieldSize(1, refs.size()) + FieldSize(2, sample_size);
-    if (found != metadata.end()) size += FieldSize(5, meta.size());
+    size_t size = FieldSize(refs.size()) + FieldSize(sample_size);
+    if (found != metadata.end()) size += FieldSize(meta.size());
     AppendHeader(timeseries, 5, size);
     AppendBytesField(timeseries, 1, refs);
     AppendHeader(timeseries, 2, sample_size);
@@ -249,7 +197,7 @@ std::string EncodeRequestV2(const RemoteWriteBatch& batch) {
   }
   std::string out;
   size_t symbols_size = 0;
-  for (std::string_view s : symbols.strings()) symbols_size += FieldSize(4, s.size());
+  for (std::string_view s : symbols.strings()) symbols_size += FieldSize(s.size());
   out.reserve(symbols_size + timeseries.size());
   for (std::string_view s : symbols.strings()) AppendBytesField(out, 4, s);
   out.append(timeseries);

@@ -3,10 +3,12 @@
 // (src/sinks/otlp/protowire.h), and the snappy block compression both protocols require.
 //
 // A RemoteWriteBatch is the protocol-neutral form: series with their labels sorted by name (__name__
-// included), one sample each, and the metadata of their families. The agent queues a batch as its 1.0
-// encoding (uncompressed): two 1.0 encodings concatenated are one valid WriteRequest holding both
-// (protobuf merges repeated fields), so a 1.0 body is the records joined and compressed, and a 2.0 body
-// is the records decoded back (DecodeWriteRequestV1) and re-encoded.
+// included), one sample each, and the metadata of their families. The sink's producer does not go through
+// it (RemoteWriteBatcher writes its queue records straight from the snapshot, remote_write_record.h);
+// these encoders serve the records an older agent queued as plain 1.0 WriteRequests (decoded with
+// DecodeWriteRequestV1 and encoded again as 2.0) and records of different epochs joined in one request.
+// Two 1.0 encodings concatenated are one valid WriteRequest holding both (protobuf merges repeated
+// fields).
 //
 // Field numbers (checked against prometheus/prometheus v0.316.0 = Prometheus 3.16: prompb/types.proto,
 // prompb/remote.proto and prompb/io/prometheus/write/v2/types.proto):

@@ -4,48 +4,12 @@
 #include <filesystem>
 
 #include "src/core/log.h"
-#include "src/sinks/otlp/protowire.h"
+#include "src/sinks/remote_write/remote_write_record.h"
 
 namespace gpuscope {
 namespace {
 
 constexpr std::string_view kVersionHeader = "X-Prometheus-Remote-Write-Version";
-
-// Samples in a queued batch and their timestamp (one sample per series, all stamped alike).
-void Summarize(std::string_view record, uint64_t* samples, int64_t* timestamp_ms) {
-  size_t pos = 0;
-  protowire::Field field;
-  bool first = true;
-  while (pos < record.size() && protowire::NextField(record, &pos, &field)) {
-    if (field.number != 1 || field.type != protowire::WireType::kLengthDelimited) continue;
-    ++*samples;
-    if (!first) continue;
-    first = false;
-    size_t series_pos = 0;
-    protowire::Field series_field;
-    while (series_pos < field.bytes.size() && protowire::NextField(field.bytes, &series_pos, &series_field)) {
-      if (series_field.number != 2 || series_field.type != protowire::WireType::kLengthDelimited) continue;
-      size_t sample_pos = 0;
-      protowire::Field sample_field;
-      while (sample_pos < series_field.bytes.size() &&
-             protowire::NextField(series_field.bytes, &sample_pos, &sample_field)) {
-        if (sample_field.number == 2)
-          *timestamp_ms = std::max(*timestamp_ms, static_cast<int64_t>(sample_field.scalar));
-      }
-    }
-  }
-}
-
-std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string key;
-  for (const auto& [name, value] : labels) {
-    key.append(name);
-    key.push_back('\xff');
-    key.append(value);
-    key.push_back('\xfe');
-  }
-  return key;
-}
 
 }  // namespace
 
@@ -61,6 +25,8 @@ struct RemoteWriteSink::Destination {
   uint64_t samples_retried GUARDED_BY(mu) = 0;
   uint64_t samples_dropped GUARDED_BY(mu) = 0;
   int64_t highest_sent_ms GUARDED_BY(mu) = 0;
+  // 1.0 bodies; used on the sender's thread only.
+  RemoteWriteV1Writer v1_writer;
 };
 
 bool ParseRemoteWriteProtocol(std::string_view text, RemoteWriteProtocol* protocol) {
@@ -137,7 +103,7 @@ Status RemoteWriteSink::Start() {
     MutexLock lock(&mu_);
     queue_ = std::move(queue);
     destinations_ = std::move(destinations);
-    previous_.clear();
+    batcher_ = std::make_unique<RemoteWriteBatcher>(options_.external_labels);
     running_ = true;
   }
   producer_.Start();
@@ -163,57 +129,17 @@ void RemoteWriteSink::Wake() {
 Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestamp_ms) {
   MutexLock lock(&mu_);
   if (queue_ == nullptr) return Status::Unavailable("remote_write is not started");
-  RemoteWriteBatch batch;
-  std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> current;
-  std::string_view last_family;
-  for (const MetricFamily* family : snapshot.families()) {
-    if (!IsValidMetricName(family->name) || family->samples.empty()) continue;
-    if (family->name != last_family) {
-      batch.metadata.push_back({family->name, family->type, family->help, family->unit});
-      last_family = family->name;
-    }
-    for (const Sample& sample : family->samples) {
-      std::vector<std::pair<std::string, std::string>> labels;
-      labels.reserve(sample.labels.size() + 1 + options_.external_labels.size());
-      labels.emplace_back("__name__", family->name);
-      bool valid = true;
-      for (const auto& pair : sample.labels) {
-        valid = valid && IsValidLabelName(pair.first);
-        labels.push_back(pair);
-      }
-      if (!valid) continue;
-      for (const auto& external : options_.external_labels) {
-        const bool present = std::any_of(labels.begin(), labels.end(),
-                                         [&](const auto& pair) { return pair.first == external.first; });
-        if (!present) labels.push_back(external);
-      }
-      std::sort(labels.begin(), labels.end());
-      const bool duplicate_name =
-          std::adjacent_find(labels.begin(), labels.end(),
-                             [](const auto& a, const auto& b) { return a.first == b.first; }) != labels.end();
-      if (duplicate_name) continue;
-      std::string key = SeriesKey(labels);
-      if (current.contains(key)) continue;  // the same series twice: the first wins, as in the exposition
-      batch.series.push_back({labels, sample.value, timestamp_ms, 0});
-      current.emplace(std::move(key), std::move(labels));
-    }
-  }
-  uint64_t stale = 0;
-  for (auto& [key, labels] : previous_) {
-    if (current.contains(key)) continue;
-    batch.series.push_back({labels, StaleMarker(), timestamp_ms, 0});
-    ++stale;
-  }
-  Status status = queue_->Append(EncodeWriteRequestV1(batch));
+  const RemoteWriteBatcher::Built built = batcher_->Build(snapshot, timestamp_ms, &record_);
+  Status status = queue_->Append(record_);
   if (status.ok()) status = queue_->Sync();
+  batcher_->Committed(status.ok());
   if (!status.ok()) {
     ++queue_errors_;
     return status;
   }
-  previous_ = std::move(current);
   ++batches_queued_;
-  samples_queued_ += batch.series.size();
-  stale_markers_ += stale;
+  samples_queued_ += built.samples;
+  stale_markers_ += built.stale_markers;
   highest_queued_ms_ = std::max(highest_queued_ms_, timestamp_ms);
   for (auto& d : destinations_) d->sender->Wake();
   return Status::Ok();
@@ -222,25 +148,20 @@ Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestam
 EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<std::string>& records) const {
   EncodedBody body;
   body.content_encoding = "snappy";
+  size_t unreadable = 0;
   if (destination.protocol.load() == 2) {
-    RemoteWriteBatch batch;
-    for (const std::string& record : records) {
-      if (!DecodeWriteRequestV1(record, &batch)) {
-        Log(LogLevel::kWarn, "remote_write skips an unreadable queued batch", {{"url", destination.url}});
-      }
-    }
-    body.body = SnappyCompress(EncodeRequestV2(batch));
+    std::string scratch;
+    body.body = SnappyCompress(RemoteWriteRecordsToV2(records, &scratch, &unreadable));
     body.content_type = std::string(kRemoteWriteV2ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "2.0.0");
   } else {
-    size_t size = 0;
-    for (const std::string& record : records) size += record.size();
-    std::string joined;
-    joined.reserve(size);
-    for (const std::string& record : records) joined.append(record);
-    body.body = SnappyCompress(joined);
+    body.body = SnappyCompress(destination.v1_writer.Request(records, &unreadable));
     body.content_type = std::string(kRemoteWriteV1ContentType);
     body.headers.emplace_back(std::string(kVersionHeader), "0.1.0");
+  }
+  if (unreadable > 0) {
+    Log(LogLevel::kWarn, "remote_write skips unreadable queued batches",
+        {{"url", destination.url}, {"batches", std::to_string(unreadable)}});
   }
   return body;
 }
@@ -260,7 +181,7 @@ void RemoteWriteSink::OnResult(Destination& destination, const std::vector<std::
                                BatchFate fate) {
   uint64_t samples = 0;
   int64_t timestamp_ms = 0;
-  for (const std::string& record : records) Summarize(record, &samples, &timestamp_ms);
+  for (const std::string& record : records) SummarizeRemoteWriteRecord(record, &samples, &timestamp_ms);
   MutexLock lock(&destination.mu);
   switch (fate) {
     case BatchFate::kDelivered:

@@ -5,17 +5,19 @@
 // Every interval a producer thread takes the SnapshotStore's current snapshot (a shared pointer: no
 // family is copied), turns it into one batch stamped with the current time (labels sorted, __name__
 // and the external labels added, a stale marker for every series of the previous batch that is gone:
-// a job ended, a GPU was lost) and appends it, encoded as remote_write 1.0, to its own DurableQueue
+// a job ended, a GPU was lost; RemoteWriteBatcher, which keeps what does not change per series) and
+// appends it, as a remote_write 2.0 record (remote_write_record.h), to its own DurableQueue
 // (<queue>/remote_write; queue and thread are the SnapshotProducer shared with OTLP metrics,
 // src/sinks/push/snapshot_producer.h). Each endpoint is a consumer of that queue read by a PushSender of its
 // own (named remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the
 // oldest batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
 // backoff and Retry-After, other 4xx dropped and counted; batches go out oldest first, so every
-// series' samples arrive in time order. A 1.0 body is the queued batches joined (two WriteRequests
-// concatenated are one) and snappy-compressed; a 2.0 body is the batches decoded and re-encoded with a
-// symbols table. With protocol auto a URL starts on 2.0 and falls back to 1.0 for good when it answers
-// 415, or a 2xx without X-Prometheus-Remote-Write-Samples-Written (a 1.0 receiver reads a 2.0 body as
-// an empty request and says 204).
+// series' samples arrive in time order. A 2.0 body is the queued records' symbols table and series
+// joined, a 1.0 body each record's series with the strings in place of the refs (plain 1.0 records an
+// older agent queued are sent as they are, or converted for 2.0); both snappy-compressed. With protocol auto
+// a URL starts on 2.0 and falls back to 1.0 for good when it answers 415, or a 2xx without
+// X-Prometheus-Remote-Write-Samples-Written (a 1.0 receiver reads a 2.0 body as an empty request and says
+// 204).
 //
 // Thread-safety: Start() and Stop() from one owning thread; Name(), Wake(), Metrics() and QueueSnapshot()
 // from any thread (QueueSnapshot serialises with the producer thread).
@@ -27,7 +29,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,7 @@
 #include "src/sinks/push/snapshot_producer.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
+#include "src/sinks/remote_write/remote_write_batcher.h"
 #include "src/sinks/remote_write/remote_write_encode.h"
 
 namespace gpuscope {
@@ -103,8 +105,9 @@ class RemoteWriteSink final : public PushSink {
   std::unique_ptr<DurableQueue> queue_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Destination>> destinations_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
-  // The series of the last queued batch (key: the sorted labels joined) for stale markers.
-  std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> previous_ GUARDED_BY(mu_);
+  // Snapshot -> record, with the series of the last queued record for stale markers.
+  std::unique_ptr<RemoteWriteBatcher> batcher_ GUARDED_BY(mu_);
+  std::string record_ GUARDED_BY(mu_);  // reused between intervals
   uint64_t batches_queued_ GUARDED_BY(mu_) = 0;
   uint64_t samples_queued_ GUARDED_BY(mu_) = 0;
   uint64_t stale_markers_ GUARDED_BY(mu_) = 0;

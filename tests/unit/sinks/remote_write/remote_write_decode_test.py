@@ -89,6 +89,13 @@ EXPECTED = [  # (labels sorted by name, value, timestamp, start timestamp)
     ([("UUID", "GPU-7982f8e6"), ("__name__", "DCGM_FI_DEV_GPU_TEMP"), ("gpu", "1")], "stale", TS, 0),
     ([("__name__", "gpuscope_busy_seconds_total"), ("gpu", "0")], 1e300, TS, 1796149000000),
 ]
+# The sink's path (the dump's second pair of files): the record of the second of two intervals, GPU 1
+# gone in it, so its stale marker (without metadata) comes after the live series.
+RECORD_EXPECTED = [
+    (EXPECTED[0][0], 41.5, TS, 0),
+    (EXPECTED[2][0], 1e300, TS, 0),
+    (EXPECTED[1][0], "stale", TS, 0),
+]
 METADATA = {"DCGM_FI_DEV_GPU_TEMP": ("GAUGE", "GPU temperature (in \u00b0C).", ""),
             "gpuscope_busy_seconds_total": ("COUNTER", "Busy time.", "seconds")}
 
@@ -101,12 +108,15 @@ class DecodedByPythonProtobuf(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="gpuscope-rw-decode-")
-        v1_path, v2_path = os.path.join(cls.dir, "v1.bin"), os.path.join(cls.dir, "v2.bin")
-        subprocess.run([DUMP, v1_path, v2_path], check=True)
+        paths = [os.path.join(cls.dir, name) for name in ("v1.bin", "v2.bin", "record-v1.bin", "record-v2.bin")]
+        subprocess.run([DUMP, *paths], check=True)
         WriteRequest, Request = schemas()
-        with open(v1_path, "rb") as f1, open(v2_path, "rb") as f2:
+        with open(paths[0], "rb") as f1, open(paths[1], "rb") as f2, open(paths[2], "rb") as f3, \
+                open(paths[3], "rb") as f4:
             cls.v1 = WriteRequest.FromString(f1.read())
             cls.v2 = Request.FromString(f2.read())
+            cls.record_v1 = WriteRequest.FromString(f3.read())
+            cls.record_v2 = Request.FromString(f4.read())
         shutil.rmtree(cls.dir)
 
     def check_value(self, got, expected):
@@ -117,28 +127,43 @@ class DecodedByPythonProtobuf(unittest.TestCase):
             self.assertEqual(got, expected)
 
     def test_v1_series_labels_samples_and_metadata(self):
-        self.assertEqual(len(self.v1.timeseries), len(EXPECTED))
-        for series, (labels, value, ts, _) in zip(self.v1.timeseries, EXPECTED):
+        self.check_v1(self.v1, EXPECTED)
+
+    def test_v1_request_of_the_sinks_queue_record(self):
+        self.check_v1(self.record_v1, RECORD_EXPECTED)
+
+    def test_v2_symbols_refs_samples_start_timestamp_and_metadata(self):
+        self.check_v2(self.v2, EXPECTED)
+
+    def test_v2_request_of_the_sinks_queue_record(self):
+        self.check_v2(self.record_v2, RECORD_EXPECTED)
+
+    def check_v1(self, request, expected):
+        self.assertEqual(len(request.timeseries), len(expected))
+        for series, (labels, value, ts, _) in zip(request.timeseries, expected):
             self.assertEqual([(label.name, label.value) for label in series.labels], labels)
             self.assertEqual(len(series.samples), 1)
             self.check_value(series.samples[0].value, value)
             self.assertEqual(series.samples[0].timestamp, ts)
         got = {m.metric_family_name: (m.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[m.type].name,
-                                      m.help, m.unit) for m in self.v1.metadata}
+                                      m.help, m.unit) for m in request.metadata}
         self.assertEqual(got, METADATA)
 
-    def test_v2_symbols_refs_samples_start_timestamp_and_metadata(self):
-        symbols = list(self.v2.symbols)
+    def check_v2(self, request, expected):
+        symbols = list(request.symbols)
         self.assertEqual(symbols[0], "")
         self.assertEqual(len(symbols), len(set(symbols)), "each string once")
-        self.assertEqual(len(self.v2.timeseries), len(EXPECTED))
-        for series, (labels, value, ts, start) in zip(self.v2.timeseries, EXPECTED):
+        self.assertEqual(len(request.timeseries), len(expected))
+        for series, (labels, value, ts, start) in zip(request.timeseries, expected):
             refs = list(series.labels_refs)
             self.assertEqual(len(refs) % 2, 0)
             self.assertEqual([(symbols[refs[i]], symbols[refs[i + 1]]) for i in range(0, len(refs), 2)], labels)
             self.check_value(series.samples[0].value, value)
             self.assertEqual(series.samples[0].timestamp, ts)
             self.assertEqual(series.samples[0].start_timestamp, start)
+            if request is self.record_v2 and value == "stale":
+                self.assertFalse(series.HasField("metadata"), "the sink's stale markers carry no metadata")
+                continue
             family = dict(labels)["__name__"]
             kind, help_text, unit = METADATA[family]
             enum = series.metadata.DESCRIPTOR.fields_by_name["type"].enum_type

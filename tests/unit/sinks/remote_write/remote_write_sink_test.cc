@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <snappy.h>
 
+#include <bit>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +14,11 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
+#include "src/sinks/queue/durable_queue.h"
 #include "tests/tools/push_receiver/test_http_server.h"
+#include "tests/unit/sinks/remote_write/v2_request_reader.h"
 
 namespace gpuscope {
 namespace {
@@ -35,7 +39,8 @@ bool Eventually(const std::function<bool()>& condition) {
 
 struct Received {
   TestHttpRequest request;
-  RemoteWriteBatch batch;  // decoded when 1.0
+  RemoteWriteBatch batch;             // decoded when 1.0
+  std::vector<testing::V2Series> v2;  // read when 2.0
   std::chrono::steady_clock::time_point at;
 };
 
@@ -73,11 +78,13 @@ class RemoteWriteSinkTest : public ::testing::Test {
   }
 
   TestHttpReply Handle(const TestHttpRequest& request) {
-    Received received{request, {}, std::chrono::steady_clock::now()};
+    Received received{request, {}, {}, std::chrono::steady_clock::now()};
     std::string raw;
-    if (snappy::Uncompress(request.body.data(), request.body.size(), &raw) &&
-        request.Header("content-type") == kRemoteWriteV1ContentType) {
-      DecodeWriteRequestV1(raw, &received.batch);
+    if (snappy::Uncompress(request.body.data(), request.body.size(), &raw)) {
+      if (request.Header("content-type") == kRemoteWriteV1ContentType)
+        DecodeWriteRequestV1(raw, &received.batch);
+      if (request.Header("content-type") == kRemoteWriteV2ContentType)
+        received.v2 = testing::ReadV2Request(raw).value_or(std::vector<testing::V2Series>{});
     }
     std::lock_guard<std::mutex> lock(mu_);
     received_.push_back(received);
@@ -101,6 +108,27 @@ class RemoteWriteSinkTest : public ::testing::Test {
     std::ofstream(dir_ / "token") << "secret-1\n";
     sink_ = std::make_unique<RemoteWriteSink>(std::move(o));
     ASSERT_TRUE(sink_->Start().ok());
+  }
+
+  // What an agent from before the 2.0 queue records left in the queue directory: a plain 1.0
+  // WriteRequest of `gpus` series stamped `timestamp_ms`.
+  void QueuePreUpgradeBatch(int gpus, int64_t timestamp_ms) {
+    RemoteWriteBatch batch;
+    for (int g = 0; g < gpus; ++g) {
+      batch.series.push_back(
+          {{{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", std::to_string(g)}},
+           30.0 + g,
+           timestamp_ms,
+           0});
+    }
+    batch.metadata.push_back({"DCGM_FI_DEV_GPU_TEMP", MetricType::kGauge, "GPU temperature (in C).", ""});
+    DurableQueueOptions q;
+    q.directory = (dir_ / "queue").string();
+    q.consumers = {"remote_write_0"};
+    std::unique_ptr<DurableQueue> queue;
+    ASSERT_TRUE(DurableQueue::Open(q, &queue).ok());
+    ASSERT_TRUE(queue->Append(EncodeWriteRequestV1(batch)).ok());
+    ASSERT_TRUE(queue->Sync().ok());
   }
 
   std::vector<Received> received() {
@@ -309,6 +337,44 @@ TEST_F(RemoteWriteSinkTest, FaultReceiverAutoFallsBackOn415) {
       [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 1; }));
   EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_dropped_total"), 0);
   EXPECT_EQ(received().back().request.Header("content-type"), kRemoteWriteV1ContentType);
+}
+
+TEST_F(RemoteWriteSinkTest, PlainV1BatchesQueuedBeforeAnUpgradeAreSentAs1AsTheyWere) {
+  QueuePreUpgradeBatch(2, 1000);
+  StartSink(RemoteWriteProtocol::kV1);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 4; }));
+  std::vector<std::tuple<std::string, double, int64_t>> got;
+  for (const Received& r : received()) {
+    for (const auto& s : r.batch.series) got.emplace_back(s.labels.at(2).second, s.value, s.timestamp_ms);
+  }
+  EXPECT_EQ(got, (std::vector<std::tuple<std::string, double, int64_t>>{
+                     {"0", 30, 1000}, {"1", 31, 1000}, {"0", 40, 2000}, {"1", 41, 2000}}));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_highest_sent_timestamp_seconds"), 2.0);
+}
+
+TEST_F(RemoteWriteSinkTest, PlainV1BatchesQueuedBeforeAnUpgradeAreSentAs2) {
+  reply_ = [](size_t) {
+    return TestHttpReply{
+        MakeHttpResponse(204, "text/plain", "", {{"X-Prometheus-Remote-Write-Samples-Written", "2"}})};
+  };
+  QueuePreUpgradeBatch(2, 1000);
+  StartSink(RemoteWriteProtocol::kV2);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total") == 4; }));
+  std::vector<std::tuple<std::string, double, int64_t>> got;
+  for (const Received& r : received()) {
+    EXPECT_EQ(r.request.Header("content-type"), kRemoteWriteV2ContentType);
+    for (const auto& s : r.v2) {
+      EXPECT_EQ(s.labels.at(0).second, "DCGM_FI_DEV_GPU_TEMP");
+      EXPECT_EQ(s.help, "GPU temperature (in C).");
+      got.emplace_back(s.labels.at(2).second, std::bit_cast<double>(s.value_bits), s.timestamp_ms);
+    }
+  }
+  EXPECT_EQ(got, (std::vector<std::tuple<std::string, double, int64_t>>{
+                     {"0", 30, 1000}, {"1", 31, 1000}, {"0", 40, 2000}, {"1", 41, 2000}}));
 }
 
 }  // namespace

@@ -1,0 +1,240 @@
+// RemoteWriteBatcher: snapshots in, queue records out, read back through the 1.0 request they make
+// (decoded by DecodeWriteRequestV1) and the 2.0 request (read by the test-side reader).
+#include "src/sinks/remote_write/remote_write_batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <vector>
+
+#include "src/sinks/remote_write/remote_write_encode.h"
+#include "src/sinks/remote_write/remote_write_record.h"
+#include "tests/unit/sinks/remote_write/v2_request_reader.h"
+
+namespace gpuscope {
+namespace {
+
+using LabelPairs = std::vector<std::pair<std::string, std::string>>;
+
+Labels Gpu(int gpu) {
+  return Labels{{"gpu", std::to_string(gpu)}, {"UUID", "GPU-" + std::to_string(100 + gpu)}};
+}
+
+// Two families over `gpus`, with the label sets of `gpu_labels` (shared between the families, as the
+// collectors share them).
+Snapshot TwoFamilies(const std::vector<Labels>& gpu_labels, double value = 40) {
+  MetricFamily temp{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", MetricType::kGauge, "", {}};
+  MetricFamily energy{"gpuscope_energy_joules_total", "Energy.", MetricType::kCounter, "joules", {}};
+  for (const Labels& labels : gpu_labels) {
+    temp.samples.push_back({labels, value});
+    energy.samples.push_back({labels, value * 100});
+  }
+  return Snapshot::Of({temp, energy});
+}
+
+std::vector<Labels> Gpus(int count) {
+  std::vector<Labels> out;
+  for (int g = 0; g < count; ++g) out.push_back(Gpu(g));
+  return out;
+}
+
+RemoteWriteBatch AsV1(const std::string& record) {
+  size_t unreadable = 0;
+  RemoteWriteBatch batch;
+  EXPECT_TRUE(DecodeWriteRequestV1(RemoteWriteV1Writer().Request({record}, &unreadable), &batch));
+  EXPECT_EQ(unreadable, 0u);
+  return batch;
+}
+
+std::vector<testing::V2Series> AsV2(const std::string& record) {
+  size_t unreadable = 0;
+  std::string scratch;
+  const auto series = testing::ReadV2Request(RemoteWriteRecordsToV2({record}, &scratch, &unreadable));
+  EXPECT_EQ(unreadable, 0u);
+  EXPECT_TRUE(series.has_value());
+  return series.value_or(std::vector<testing::V2Series>{});
+}
+
+std::vector<std::string> StaleGpus(const RemoteWriteBatch& batch) {
+  std::vector<std::string> out;
+  for (const RemoteWriteSeries& s : batch.series) {
+    if (!IsStaleMarker(s.value)) continue;
+    for (const auto& [name, value] : s.labels) {
+      if (name == "gpu") out.push_back(s.labels[0].second + "/" + value);
+    }
+  }
+  return out;
+}
+
+TEST(RemoteWriteBatcherTest, RecordCarriesSortedLabelsWithNameAndExternalLabelsValuesAndMetadata) {
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  std::string record;
+  const auto built = batcher.Build(TwoFamilies(Gpus(2)), 1796150000123, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.samples, 4u);
+  EXPECT_EQ(built.stale_markers, 0u);
+
+  const RemoteWriteBatch v1 = AsV1(record);
+  ASSERT_EQ(v1.series.size(), 4u);
+  EXPECT_EQ(v1.series[0].labels,
+            (LabelPairs{
+                {"UUID", "GPU-100"}, {"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[0].value, 40);
+  EXPECT_EQ(v1.series[0].timestamp_ms, 1796150000123);
+  EXPECT_EQ(v1.series[3].labels[1].second, "gpuscope_energy_joules_total");
+  EXPECT_EQ(v1.series[3].value, 4000);
+  ASSERT_EQ(v1.metadata.size(), 2u);
+  EXPECT_EQ(v1.metadata[0].family, "DCGM_FI_DEV_GPU_TEMP");
+  EXPECT_EQ(v1.metadata[0].type, MetricType::kGauge);
+  EXPECT_EQ(v1.metadata[0].help, "GPU temperature (in C).");
+  EXPECT_EQ(v1.metadata[1].type, MetricType::kCounter);
+  EXPECT_EQ(v1.metadata[1].unit, "joules");
+
+  const auto v2 = AsV2(record);
+  ASSERT_EQ(v2.size(), 4u);
+  EXPECT_EQ(v2[1].labels,
+            (LabelPairs{
+                {"UUID", "GPU-101"}, {"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "1"}}));
+  EXPECT_EQ(std::bit_cast<double>(v2[1].value_bits), 40);
+  EXPECT_EQ(v2[1].timestamp_ms, 1796150000123);
+  EXPECT_EQ(v2[1].type, 2u);  // GAUGE
+  EXPECT_EQ(v2[1].help, "GPU temperature (in C).");
+  EXPECT_EQ(v2[3].type, 1u);  // COUNTER
+  EXPECT_EQ(v2[3].unit, "joules");
+}
+
+TEST(RemoteWriteBatcherTest, TheSteadyStateAddsNoSymbolsAndKeepsOneEntryPerSeries) {
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  const std::vector<Labels> gpus = Gpus(4);
+  std::string first;
+  batcher.Build(TwoFamilies(gpus, 40), 1796150000000, &first);
+  batcher.Committed(true);
+  const size_t symbols = batcher.symbols();
+  std::string later;
+  for (int interval = 1; interval <= 3; ++interval) {
+    batcher.Build(TwoFamilies(gpus, 40 + interval), 1796150000000 + interval * 15000, &later);
+    batcher.Committed(true);
+  }
+  EXPECT_EQ(batcher.symbols(), symbols);
+  EXPECT_EQ(batcher.cached_series(), 8u);
+  EXPECT_EQ(later.size(), first.size());  // same table, same series, only values and timestamps moved
+  const RemoteWriteBatch v1 = AsV1(later);
+  ASSERT_EQ(v1.series.size(), 8u);
+  EXPECT_EQ(v1.series[2].value, 43);
+  EXPECT_EQ(v1.series[2].timestamp_ms, 1796150045000);
+}
+
+TEST(RemoteWriteBatcherTest, ALabelSetRebuiltEveryIntervalIsStillTheSameSeries) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  std::string record;
+  for (int interval = 0; interval < 3; ++interval) {
+    const auto built = batcher.Build(TwoFamilies(Gpus(2)), 1000 + interval, &record);  // fresh sets
+    batcher.Committed(true);
+    EXPECT_EQ(built.stale_markers, 0u);
+    EXPECT_EQ(built.samples, 4u);
+  }
+  EXPECT_EQ(batcher.cached_series(), 4u);
+}
+
+TEST(RemoteWriteBatcherTest, ASeriesThatDisappearsGetsOneStaleMarkerThenIsForgotten) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  const std::vector<Labels> gpus = Gpus(3);
+  std::string record;
+  batcher.Build(TwoFamilies(gpus), 1000, &record);
+  batcher.Committed(true);
+  auto built = batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 2000, &record);  // GPU 2 lost
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 2u);
+  EXPECT_EQ(built.samples, 6u);
+  const RemoteWriteBatch v1 = AsV1(record);
+  EXPECT_EQ(StaleGpus(v1), (std::vector<std::string>{"GPU-102/2", "GPU-102/2"}));
+  for (const RemoteWriteSeries& s : v1.series) EXPECT_EQ(s.timestamp_ms, 2000);
+  const auto v2 = AsV2(record);
+  ASSERT_EQ(v2.size(), 6u);
+  EXPECT_EQ(v2[4].value_bits, kStaleNaNBits);
+  EXPECT_EQ(v2[5].value_bits, kStaleNaNBits);
+
+  built = batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 3000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 0u);  // marked once, then forgotten
+  EXPECT_EQ(batcher.cached_series(), 4u);
+  // It comes back: an ordinary series again.
+  built = batcher.Build(TwoFamilies(gpus), 4000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.samples, 6u);
+  EXPECT_TRUE(StaleGpus(AsV1(record)).empty());
+}
+
+TEST(RemoteWriteBatcherTest, ARecordThatWasNotQueuedLeavesThePreviousOneAsTheMeasureForStaleMarkers) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  const std::vector<Labels> gpus = Gpus(3);
+  std::string record;
+  batcher.Build(TwoFamilies(gpus), 1000, &record);
+  batcher.Committed(true);
+  batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 2000, &record);
+  batcher.Committed(false);  // lost to a queue error: its stale markers never left
+  const auto built = batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 3000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 2u);
+  EXPECT_EQ(StaleGpus(AsV1(record)).size(), 2u);
+}
+
+TEST(RemoteWriteBatcherTest, InvalidNamesDuplicateLabelNamesAndRepeatedSeriesAreLeftOut) {
+  MetricFamily bad_name{"1bad", "", MetricType::kGauge, "", {{Labels{{"gpu", "0"}}, 1}}};
+  MetricFamily empty{"empty_family", "", MetricType::kGauge, "", {}};
+  MetricFamily good{"good", "", MetricType::kGauge, "", {}};
+  good.samples.push_back({Labels{{"gpu", "0"}}, 1});
+  good.samples.push_back({Labels{{"__reserved", "x"}}, 2});               // invalid label name
+  good.samples.push_back({Labels{{"gpu", "1"}, {"gpu", "2"}}, 3});        // duplicate label name
+  good.samples.push_back({Labels{{"gpu", "0"}}, 4});                      // the same series again
+  good.samples.push_back({Labels{{"cluster", "own"}, {"gpu", "3"}}, 5});  // has the external label's name
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  std::string record;
+  const auto built = batcher.Build(Snapshot::Of({bad_name, empty, good}), 1000, &record);
+  EXPECT_EQ(built.samples, 2u);
+  const RemoteWriteBatch v1 = AsV1(record);
+  ASSERT_EQ(v1.series.size(), 2u);
+  EXPECT_EQ(v1.series[0].labels, (LabelPairs{{"__name__", "good"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[0].value, 1);  // the first wins
+  EXPECT_EQ(v1.series[1].labels, (LabelPairs{{"__name__", "good"}, {"cluster", "own"}, {"gpu", "3"}}));
+}
+
+TEST(RemoteWriteBatcherTest, ChurnStartsANewSymbolsTableHoldingOnlyLiveStrings) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  std::string record;
+  RemoteWriteRecordView view;
+  uint64_t first_epoch = 0;
+  size_t peak = 0;
+  // Every interval a new job: its series replaces the previous job's (which gets its stale marker); the
+  // GPU's series lives through it all, across the new table.
+  const Labels gpu{{"gpu", "0"}, {"UUID", "GPU-100"}};
+  for (int job = 0; job < 1200; ++job) {
+    MetricFamily info{"gpuscope_job_info", "", MetricType::kGauge, "", {}};
+    info.samples.push_back({Labels{{"gpu", "0"}, {"hpc_job", std::to_string(job)}}, 1});
+    MetricFamily up{"gpuscope_gpu_up", "Whether the GPU answers.", MetricType::kGauge, "", {{gpu, 1}}};
+    batcher.Build(Snapshot::Of({info, up}), 1000 + job, &record);
+    batcher.Committed(true);
+    peak = std::max(peak, batcher.symbols());
+    ASSERT_TRUE(ParseRemoteWriteRecord(record, &view));
+    if (job == 0) first_epoch = view.epoch;
+  }
+  EXPECT_NE(view.epoch, first_epoch);
+  EXPECT_GT(peak, 1000u);
+  EXPECT_LT(batcher.symbols(), 200u);
+  const RemoteWriteBatch v1 = AsV1(record);  // the new table still reads right
+  ASSERT_EQ(v1.series.size(), 3u);
+  EXPECT_EQ(v1.series[0].labels,
+            (LabelPairs{{"__name__", "gpuscope_job_info"}, {"gpu", "0"}, {"hpc_job", "1199"}}));
+  EXPECT_EQ(v1.series[1].labels,
+            (LabelPairs{{"UUID", "GPU-100"}, {"__name__", "gpuscope_gpu_up"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[2].labels[2].second, "1198");
+  EXPECT_TRUE(IsStaleMarker(v1.series[2].value));
+  ASSERT_EQ(v1.metadata.size(), 2u);
+  EXPECT_EQ(v1.metadata[1].help, "Whether the GPU answers.");
+  EXPECT_EQ(batcher.cached_series(), 2u);
+}
+
+}  // namespace
+}  // namespace gpuscope
