@@ -37,17 +37,6 @@ void Summarize(std::string_view record, uint64_t* samples, int64_t* timestamp_ms
   }
 }
 
-std::string SeriesKey(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string key;
-  for (const auto& [name, value] : labels) {
-    key.append(name);
-    key.push_back('\xff');
-    key.append(value);
-    key.push_back('\xfe');
-  }
-  return key;
-}
-
 std::string TrimmedFile(const std::string& path, bool* ok) {
   std::string content;
   *ok = ReadFileInto(path, &content, 64 << 10) == 0;
@@ -140,6 +129,20 @@ Status RemoteWriteSink::Start() {
     d->sender = std::make_unique<PushSender>(queue.get(), std::move(o));
     destinations.push_back(std::move(d));
   }
+  // What an earlier run left queued: the consumer furthest behind holds every record still kept.
+  SampleBacklog backlog;
+  const auto furthest = std::max_element(
+      q.consumers.begin(), q.consumers.end(),
+      [&](const auto& a, const auto& b) { return queue->pending_records(a) < queue->pending_records(b); });
+  status = queue->ForEachPending(*furthest, [&backlog](std::string_view record) {
+    uint64_t samples = 0;
+    int64_t timestamp_ms = 0;
+    Summarize(record, &samples, &timestamp_ms);
+    backlog.Appended(samples);
+  });
+  if (!status.ok())
+    Log(LogLevel::kWarn, "remote_write cannot count the queued samples", {{"error", status.message()}});
+  auto series_memory = std::make_unique<SeriesMemory>(q.directory + "/series");
   for (auto& d : destinations) {
     status = d->sender->Start();
     if (!status.ok()) {
@@ -151,7 +154,9 @@ Status RemoteWriteSink::Start() {
     MutexLock lock(&mu_);
     queue_ = std::move(queue);
     destinations_ = std::move(destinations);
-    previous_.clear();
+    previous_ = series_memory->Load();
+    series_memory_ = std::move(series_memory);
+    backlog_ = std::move(backlog);
     running_ = true;
     stopping_ = false;
   }
@@ -228,7 +233,7 @@ Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestam
           std::adjacent_find(labels.begin(), labels.end(),
                              [](const auto& a, const auto& b) { return a.first == b.first; }) != labels.end();
       if (duplicate_name) continue;
-      std::string key = SeriesKey(labels);
+      std::string key = RemoteWriteSeriesKey(labels);
       if (current.contains(key)) continue;  // the same series twice: the first wins, as in the exposition
       batch.series.push_back({labels, sample.value, timestamp_ms, 0});
       current.emplace(std::move(key), std::move(labels));
@@ -247,6 +252,13 @@ Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestam
     return status;
   }
   previous_ = std::move(current);
+  status = series_memory_->Store(previous_);
+  if (!status.ok())
+    Log(LogLevel::kWarn, "remote_write cannot write its series memory", {{"error", status.message()}});
+  backlog_.Appended(batch.series.size());
+  uint64_t needed = 0;
+  for (auto& d : destinations_) needed = std::max(needed, queue_->pending_records(d->consumer));
+  backlog_.Keep(needed);
   ++batches_queued_;
   samples_queued_ += batch.series.size();
   stale_markers_ += stale;
@@ -400,6 +412,14 @@ std::vector<MetricDescription> RemoteWriteSink::Describe() {
        {"sink", "url", "protocol"},
        "remote_write sink"},
   };
+  out.push_back(
+      {"gpuscope_remote_write_samples_pending",
+       MetricType::kGauge,
+       "Queued samples a URL has not yet accepted, stale markers included (queued by this run or an "
+       "earlier one).",
+       "",
+       {"sink", "url"},
+       "remote_write sink"});
   for (MetricDescription& d : PushSender::Describe()) out.push_back(std::move(d));
   for (MetricDescription& d : DurableQueue::Describe()) out.push_back(std::move(d));
   return out;
@@ -408,7 +428,7 @@ std::vector<MetricDescription> RemoteWriteSink::Describe() {
 std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
   std::vector<MetricFamily> out;
   const std::vector<MetricDescription> descriptions = Describe();
-  for (size_t i = 0; i < 12; ++i) {
+  for (size_t i = 0; i < 13; ++i) {
     const MetricDescription& d = descriptions[i];
     out.push_back({d.name, d.help, d.type, d.unit, {}});
   }
@@ -440,6 +460,7 @@ std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
                                       {"url", d->url},
                                       {"protocol", d->protocol.load() == 2 ? "2.0" : "1.0"}},
                                1.0});
+    out[12].samples.push_back({url, static_cast<double>(backlog_.Pending(pending))});
   }
   for (const auto& d : destinations_) {
     for (MetricFamily& f : d->sender->Metrics()) out.push_back(std::move(f));

@@ -4,7 +4,8 @@
 // Every interval a producer thread takes the SnapshotStore's current snapshot (a shared pointer: no
 // family is copied), turns it into one batch stamped with the current time (labels sorted, __name__
 // and the external labels added, a stale marker for every series of the previous batch that is gone:
-// a job ended, a GPU was lost) and appends it, encoded as remote_write 1.0, to its own DurableQueue
+// a job ended, a GPU was lost; the previous batch's series are remembered across restarts in
+// <queue>/series, series_memory.h) and appends it, encoded as remote_write 1.0, to its own DurableQueue
 // (<queue>/remote_write). Each URL is a consumer of that queue read by a PushSender of its own (named
 // remote_write_<i>): an outage or a restart loses nothing within the queue's disk bound (the oldest
 // batches are dropped first, counted by the queue); 5xx, 429 and connection errors are retried with
@@ -38,6 +39,8 @@
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 #include "src/sinks/remote_write/remote_write_encode.h"
+#include "src/sinks/remote_write/sample_backlog.h"
+#include "src/sinks/remote_write/series_memory.h"
 
 namespace gpuscope {
 
@@ -106,8 +109,11 @@ class RemoteWriteSink final : public PushSink {
   std::vector<std::unique_ptr<Destination>> destinations_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
-  // The series of the last queued batch (key: the sorted labels joined) for stale markers.
+  // The series of the last queued batch (key: the sorted labels joined) for stale markers, kept in
+  // series_memory_ (<queue>/series) across restarts.
   std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> previous_ GUARDED_BY(mu_);
+  std::unique_ptr<SeriesMemory> series_memory_ GUARDED_BY(mu_);
+  SampleBacklog backlog_ GUARDED_BY(mu_);  // samples per queued record, for samples_pending
   uint64_t batches_queued_ GUARDED_BY(mu_) = 0;
   uint64_t samples_queued_ GUARDED_BY(mu_) = 0;
   uint64_t stale_markers_ GUARDED_BY(mu_) = 0;
