@@ -172,6 +172,23 @@ class VictoriaMetrics:
 
     query = Prometheus.query
 
+    def export(self, selector, start=0, end=None):
+        """Every raw sample stored for the series `selector` matches, duplicates included (no
+        deduplication is configured): [(labels dict, [(timestamp ms, value), ...])], from /api/v1/export."""
+        http_get(self.url + "/internal/force_flush")
+        params = {"match[]": selector, "start": str(start)}
+        if end is not None:
+            params["end"] = str(end)
+        request = urllib.request.Request(self.url + "/api/v1/export", data=urllib.parse.urlencode(params).encode())
+        with urllib.request.urlopen(request, timeout=120) as response:
+            lines = response.read().decode().splitlines()
+        out = []
+        for line in lines:
+            if line.strip():
+                series = json.loads(line)
+                out.append((series["metric"], list(zip(series["timestamps"], series["values"]))))
+        return out
+
     def stop(self):
         if self.process.poll() is None:
             self.process.terminate()
