@@ -178,8 +178,7 @@ class EventPathTestCase(unittest.TestCase):
         self.receiver = None
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)

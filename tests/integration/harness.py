@@ -16,6 +16,13 @@ import urllib.parse
 import urllib.request
 
 
+def failed(test):
+    """In a unittest.TestCase's tearDown: whether the test that just ran failed or raised (to print the
+    logs of the processes it started only then)."""
+    result = getattr(test._outcome, "result", None)
+    return result is not None and any(t is test for t, _ in result.errors + result.failures)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -214,6 +221,19 @@ def parse_exposition(text):
         labels = dict(label_pattern.findall(match.group(3) or ""))
         samples[(match.group(1), frozenset(labels.items()))] = float(match.group(4))
     return samples
+
+
+def unescape_label_value(value):
+    """A label value with the exposition's escapes (of backslash, double quote and newline) undone."""
+    return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+def exposition_families(text):
+    """{family: {frozenset(labels, values unescaped): value}} from text format 0.0.4."""
+    out = {}
+    for (name, labels), value in parse_exposition(text).items():
+        out.setdefault(name, {})[frozenset((k, unescape_label_value(v)) for k, v in labels)] = value
+    return out
 
 
 def append(path, data):

@@ -42,8 +42,7 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
         self.agent = None
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)

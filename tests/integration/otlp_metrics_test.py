@@ -32,15 +32,9 @@ FROZEN = {"GPUSCOPE_SIM_TIME": "900"}
 CUMULATIVE = 2  # AggregationTemporality in OTLP/JSON: the enum's number
 
 
-def unescape(value):
-    return value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-
-
 def exposition(text):
     """({family: {frozenset(labels): value}}, {family: type}, {family: help}) from /metrics."""
-    values = {}
-    for (name, labels), value in harness.parse_exposition(text).items():
-        values.setdefault(name, {})[frozenset((k, unescape(v)) for k, v in labels)] = value
+    values = harness.exposition_families(text)
     types, helps = {}, {}
     for line in text.splitlines():
         match = re.match(r"^# (TYPE|HELP) (\S+) ?(.*)$", line)
@@ -64,8 +58,7 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
         self.agent = None
 
     def tearDown(self):
-        result = getattr(self._outcome, "result", None)
-        failed = result is not None and any(test is self for test, _ in result.errors + result.failures)
+        failed = harness.failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)

@@ -36,17 +36,10 @@ def push_args(url, state_dir, protocol="1.0"):
             "--sink.remote-write.external-label", "=".join(EXTERNAL), "--events.state-dir", state_dir]
 
 
-def unescape(value):
-    return value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-
-
 def exposition_by_family(text):
     """{family: {frozenset(labels incl. the external label): value}} from /metrics."""
-    out = {}
-    for (name, labels), value in harness.parse_exposition(text).items():
-        key = frozenset({(k, unescape(v)) for k, v in labels} | {EXTERNAL})
-        out.setdefault(name, {})[key] = value
-    return out
+    return {name: {labels | {EXTERNAL}: value for labels, value in series.items()}
+            for name, series in harness.exposition_families(text).items()}
 
 
 def result_by_labels(result):
@@ -395,6 +388,7 @@ class SimulatedSixHourOutage(unittest.TestCase):
     batches end now, so they are 6 hours old to 15 s old, as after a real outage."""
 
     FAMILIES = int(os.environ.get("GPUSCOPE_RW_REPLAY_FAMILIES", "40"))  # 320 series; 250 is 2,000
+    SMALL_MIB = int(os.environ.get("GPUSCOPE_RW_REPLAY_SMALL_MIB", "16"))  # 256: the default bound
 
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-rw-6h-")
@@ -469,11 +463,12 @@ class SimulatedSixHourOutage(unittest.TestCase):
 
     def test_with_a_small_disk_bound_the_oldest_are_dropped_and_exactly_those_are_counted(self):
         vm_binary = VICTORIAMETRICS or None
-        queued, drained, vm = self.outage(16, lambda: harness.VictoriaMetrics(binary=vm_binary, port=self.port))
+        queued, drained, vm = self.outage(self.SMALL_MIB,
+                                          lambda: harness.VictoriaMetrics(binary=vm_binary, port=self.port))
         try:
             dropped_batches = int(queued["batches_dropped_full"])
             self.assertGreater(dropped_batches, 0)
-            self.assertLessEqual(queued["queue_bytes"], 16 << 20)
+            self.assertLessEqual(queued["queue_bytes"], self.SMALL_MIB << 20)
             stored = self.vm_samples(vm)
             arrived = sum(len(samples) for samples in stored.values())
             # dropped = queued - arrived, to the sample, and the dropped ones are the oldest.
