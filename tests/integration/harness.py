@@ -196,15 +196,7 @@ class VictoriaMetrics:
                 out.append((series["metric"], list(zip(series["timestamps"], series["values"]))))
         return out
 
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    stop = Prometheus.stop  # terminates it and removes its data
 
 
 def parse_exposition(text):

@@ -130,10 +130,15 @@ class PushToPrometheus(unittest.TestCase, EveryFamilyMatches):
 
 PROMETHEUS3 = os.environ.get("GPUSCOPE_PROMETHEUS3", "")  # a Prometheus 3 binary (the peers build)
 VICTORIAMETRICS = os.environ.get("GPUSCOPE_VICTORIAMETRICS", "")  # VictoriaMetrics 1.151 (the peers build)
+needs_prometheus3 = unittest.skipUnless(
+    PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
+    "GPUSCOPE_PROMETHEUS3 names no Prometheus 3 binary (built by the peers scripts)")
+needs_victoriametrics = unittest.skipUnless(
+    VICTORIAMETRICS and os.access(VICTORIAMETRICS, os.X_OK),
+    "GPUSCOPE_VICTORIAMETRICS names no VictoriaMetrics binary (built by the peers scripts)")
 
 
-@unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
-                     "GPUSCOPE_PROMETHEUS3 names no Prometheus 3 binary (built by the peers scripts)")
+@needs_prometheus3
 class PushToPrometheus3(unittest.TestCase, EveryFamilyMatches):
     """1.0, 2.0 and auto (which must stay on 2.0) against a receiver that speaks both."""
 
@@ -295,9 +300,9 @@ OUTAGE_SECONDS = int(os.environ.get("GPUSCOPE_RW_OUTAGE_SECONDS", "600"))
 
 class LongOutage:
     """The receiver is down for ten minutes of real time (GPUSCOPE_RW_OUTAGE_SECONDS) while the agent
-    queues a batch every second (within a disk bound of 1 GiB), then comes up on the same port: every batch arrives, each series in
-    order and without a hole, nothing is dropped; the drain time and the queue's size are printed (and
-    recorded in bench/results/remote_write_outages.md)."""
+    queues a batch every second (within a disk bound of 1 GiB), then comes up on the same port: every batch
+    arrives, each series in order and without a hole, nothing is dropped; the drain time and the queue's
+    size are printed (and recorded in bench/results/remote_write_outages.md)."""
 
     def start_receiver(self, port):
         raise NotImplementedError
@@ -353,8 +358,7 @@ class LongOutage:
                 receiver.stop()
 
 
-@unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK),
-                     "GPUSCOPE_PROMETHEUS3 names no Prometheus 3 binary (built by the peers scripts)")
+@needs_prometheus3
 class LongOutagePrometheus3(unittest.TestCase, LongOutage):
     def start_receiver(self, port):
         return harness.Prometheus([], binary=PROMETHEUS3, config=NO_SCRAPE, extra_args=RECEIVER_ARGS, port=port)
@@ -363,8 +367,7 @@ class LongOutagePrometheus3(unittest.TestCase, LongOutage):
         return samples_of(receiver, selector, window=f"{OUTAGE_SECONDS * 2 + 600}s")
 
 
-@unittest.skipUnless(VICTORIAMETRICS and os.access(VICTORIAMETRICS, os.X_OK),
-                     "GPUSCOPE_VICTORIAMETRICS names no VictoriaMetrics binary (built by the peers scripts)")
+@needs_victoriametrics
 class LongOutageVictoriaMetrics(unittest.TestCase, LongOutage):
     def start_receiver(self, port):
         return harness.VictoriaMetrics(binary=VICTORIAMETRICS, port=port)
@@ -454,7 +457,7 @@ class SimulatedSixHourOutage(unittest.TestCase):
         finally:
             vm.stop()
 
-    @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK), "no Prometheus 3 binary")
+    @needs_prometheus3
     def test_with_disk_enough_every_sample_arrives_in_order_in_a_fresh_prometheus_3(self):
         # A Prometheus that ingests nothing else: its head starts at the oldest batch, so 6-hour-old
         # samples are in bounds and every later one is newer (Prometheus refuses out-of-order ones).
@@ -488,7 +491,7 @@ class SimulatedSixHourOutage(unittest.TestCase):
         finally:
             vm.stop()
 
-    @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK), "no Prometheus 3 binary")
+    @needs_prometheus3
     def test_a_prometheus_whose_head_is_current_refuses_samples_older_than_its_head_and_the_sink_counts_them(self):
         # The usual case after a long outage: the receiver kept ingesting (here: it scrapes itself), so its
         # head ends at the present and a sample more than an hour older (half the head's 2-hour block) is
@@ -504,7 +507,7 @@ class SimulatedSixHourOutage(unittest.TestCase):
         self.assertEqual(drained["samples_sent"] + drained["samples_rejected"], SIX_HOURS * self.series)
         self.assertEqual(drained["samples_sent"], arrived * self.series)
 
-    @unittest.skipUnless(PROMETHEUS3 and os.access(PROMETHEUS3, os.X_OK), "no Prometheus 3 binary")
+    @needs_prometheus3
     def test_a_prometheus_with_an_out_of_order_window_longer_than_the_outage_takes_every_sample(self):
         # What the README advises for a Prometheus receiver: storage.tsdb.out_of_order_time_window.
         queued, drained, arrived = self.drain_into_a_prometheus_with_a_current_head(
@@ -542,8 +545,7 @@ class KillDuringPush(unittest.TestCase):
     KILLS = 20
     MAX_BATCH_RECORDS = 10  # one request holds at most ten queued batches (RemoteWriteSink's sender)
 
-    @unittest.skipUnless(VICTORIAMETRICS and os.access(VICTORIAMETRICS, os.X_OK),
-                         "GPUSCOPE_VICTORIAMETRICS names no VictoriaMetrics binary (built by the peers scripts)")
+    @needs_victoriametrics
     def test_kill_9_while_pushing_loses_no_batch_and_resends_only_the_unacknowledged_one(self):
         prometheus = harness.Prometheus([], config=NO_SCRAPE, extra_args=RECEIVER_ARGS)
         vm = harness.VictoriaMetrics(binary=VICTORIAMETRICS)
