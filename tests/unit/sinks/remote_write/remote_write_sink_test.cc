@@ -212,11 +212,12 @@ TEST_F(RemoteWriteSinkTest, ASeriesGoneWhileTheSinkWasStoppedIsMarkedStaleInTheF
   StartSink();  // a new process, as far as the sink knows: only the queue directory is left
   ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());  // GPUs 1 and 2 went while it was down
   ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
-  std::vector<std::string> stale = StaleGpus(received()[1].batch);
+  const std::vector<Received> got = received();
+  std::vector<std::string> stale = StaleGpus(got[1].batch);
   std::sort(stale.begin(), stale.end());
   EXPECT_EQ(stale, (std::vector<std::string>{"1", "2"}));
-  EXPECT_EQ(received()[1].batch.series.size(), 3u);
-  for (const auto& s : received()[1].batch.series) EXPECT_EQ(s.timestamp_ms, 2000);
+  EXPECT_EQ(got[1].batch.series.size(), 3u);
+  for (const auto& s : got[1].batch.series) EXPECT_EQ(s.timestamp_ms, 2000);
   EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_stale_markers_total"), 2);
   // Remembered as gone: the restart after that marks nothing again.
   sink_->Stop();
@@ -224,7 +225,7 @@ TEST_F(RemoteWriteSinkTest, ASeriesGoneWhileTheSinkWasStoppedIsMarkedStaleInTheF
   StartSink();
   ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 3000).ok());
   ASSERT_TRUE(Eventually([&] { return received().size() == 3; }));
-  EXPECT_TRUE(StaleGpus(received()[2].batch).empty());
+  EXPECT_TRUE(StaleGpus(received().at(2).batch).empty());
 }
 
 TEST_F(RemoteWriteSinkTest, ACorruptSeriesMemoryCostsOnlyTheStaleMarkersOfThatRestart) {
@@ -237,15 +238,16 @@ TEST_F(RemoteWriteSinkTest, ACorruptSeriesMemoryCostsOnlyTheStaleMarkersOfThatRe
   StartSink();
   ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());
   ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
-  EXPECT_TRUE(StaleGpus(received()[1].batch).empty());
-  EXPECT_EQ(received()[1].batch.series.size(), 1u);
+  const Received second = received().at(1);
+  EXPECT_TRUE(StaleGpus(second.batch).empty());
+  EXPECT_EQ(second.batch.series.size(), 1u);
   // Rewritten whole: the next restart marks GPU 0 stale again once it is gone.
   sink_->Stop();
   sink_.reset();
   StartSink();
   ASSERT_TRUE(sink_->QueueSnapshot(Snapshot::Of({}), 3000).ok());
   ASSERT_TRUE(Eventually([&] { return received().size() == 3; }));
-  EXPECT_EQ(StaleGpus(received()[2].batch), std::vector<std::string>{"0"});
+  EXPECT_EQ(StaleGpus(received().at(2).batch), std::vector<std::string>{"0"});
 }
 
 TEST_F(RemoteWriteSinkTest, SamplesPendingCountsWhatTheUrlHasNotAcceptedAlsoAfterARestart) {
