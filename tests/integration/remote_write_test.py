@@ -243,6 +243,7 @@ class ReceiverOutage(unittest.TestCase):
             agent.cleanup()
             if prometheus:
                 prometheus.stop()
+            shutil.rmtree(os.path.dirname(state_dir), ignore_errors=True)
 
     @staticmethod
     def drained(agent, urls=1):
@@ -356,6 +357,7 @@ class LongOutage:
             agent.cleanup()
             if receiver:
                 receiver.stop()
+            shutil.rmtree(os.path.dirname(state_dir), ignore_errors=True)
 
 
 @needs_prometheus3
