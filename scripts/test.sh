@@ -10,8 +10,21 @@
 #   4. clang-tidy with the committed .clang-tidy over every product source (src/, sim/).
 # Prints CTest's summary line for each run. Long fuzzing and benchmarks are separate: bench/run.sh,
 # bench/fuzz.sh.
+#
+# scripts/test.sh --long runs instead only the long tests (CTest label `long`: real-time outages and soaks
+# of tens of minutes, which the default run leaves out to stay within 30 minutes) on the GCC build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+long=false
+for arg in "$@"; do
+  case $arg in
+    --long) long=true ;;
+    *)
+      echo "usage: scripts/test.sh [--long]" >&2
+      exit 2
+      ;;
+  esac
+done
 "$root/scripts/install-deps.sh"
 jobs=$(nproc)
 status=0
@@ -47,8 +60,15 @@ run_ctest() {
 
 echo "== build (GCC, RelWithDebInfo) =="
 "$root/scripts/build.sh" "$root/build" -DGPUSCOPE_BENCH=ON
+if $long; then
+  echo "== long tests (label long) =="
+  run_ctest "GCC long" "$root/build" --timeout 3600 -L long
+  echo "== summary =="
+  printf '%s\n' "${summary[@]}"
+  exit $status
+fi
 echo "== tests =="
-run_ctest "GCC" "$root/build" --timeout 300
+run_ctest "GCC" "$root/build" --timeout 300 -LE long
 if ! skips=$("$root/.venv/bin/python3" "$root/tests/tools/check_skips.py" "$root/build/ctest.log" \
   "$root/tests/expected-skips.txt"); then
   status=1

@@ -107,7 +107,7 @@ class EventPathTestCase(unittest.TestCase):
         self.receiver = None
 
     def tearDown(self):
-        failed = harness.has_failed(self)
+        failed = harness.failed(self)
         if self.agent is not None:
             if failed:
                 print(f"--- agent log ---\n{self.agent.read_log()[-4000:]}", file=sys.stderr)

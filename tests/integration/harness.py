@@ -17,6 +17,13 @@ import urllib.parse
 import urllib.request
 
 
+def failed(test):
+    """In a unittest.TestCase's tearDown: whether the test that just ran failed or raised (to print the
+    logs of the processes it started only then)."""
+    result = getattr(test._outcome, "result", None)
+    return result is not None and any(t is test for t, _ in result.errors + result.failures)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -35,13 +42,6 @@ def wait_for(predicate, timeout, what):
             last = exc
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def has_failed(test):
-    """In a unittest.TestCase's tearDown: whether this test failed or raised (to print the logs of what
-    it started)."""
-    result = getattr(test._outcome, "result", None)
-    return result is not None and any(t is test for t, _ in result.errors + result.failures)
 
 
 def http_get(url, headers=None, timeout=5, context=None):
@@ -194,15 +194,24 @@ class VictoriaMetrics:
 
     query = Prometheus.query
 
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    def export(self, selector, start=0, end=None):
+        """Every raw sample stored for the series `selector` matches, duplicates included (no
+        deduplication is configured): [(labels dict, [(timestamp ms, value), ...])], from /api/v1/export."""
+        http_get(self.url + "/internal/force_flush")
+        params = {"match[]": selector, "start": str(start)}
+        if end is not None:
+            params["end"] = str(end)
+        request = urllib.request.Request(self.url + "/api/v1/export", data=urllib.parse.urlencode(params).encode())
+        with urllib.request.urlopen(request, timeout=120) as response:
+            lines = response.read().decode().splitlines()
+        out = []
+        for line in lines:
+            if line.strip():
+                series = json.loads(line)
+                out.append((series["metric"], list(zip(series["timestamps"], series["values"]))))
+        return out
+
+    stop = Prometheus.stop  # terminates it and removes its data
 
 
 class FaultReceiver:
@@ -315,6 +324,19 @@ def parse_exposition(text):
         labels = dict(label_pattern.findall(match.group(3) or ""))
         samples[(match.group(1), frozenset(labels.items()))] = float(match.group(4))
     return samples
+
+
+def unescape_label_value(value):
+    """A label value with the exposition's escapes (of backslash, double quote and newline) undone."""
+    return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+def exposition_families(text):
+    """{family: {frozenset(labels, values unescaped): value}} from text format 0.0.4."""
+    out = {}
+    for (name, labels), value in parse_exposition(text).items():
+        out.setdefault(name, {})[frozenset((k, unescape_label_value(v)) for k, v in labels)] = value
+    return out
 
 
 def append(path, data):

@@ -42,7 +42,7 @@ class OtlpLogsIntoOtelcol(unittest.TestCase):
         self.agent = None
 
     def tearDown(self):
-        failed = harness.has_failed(self)
+        failed = harness.failed(self)
         if self.agent is not None:
             self.agent.finish(show_log=failed)
         if failed:

@@ -42,15 +42,9 @@ FROZEN = {"GPUSCOPE_SIM_TIME": "900"}
 CUMULATIVE = 2  # AggregationTemporality in OTLP/JSON: the enum's number
 
 
-def unescape(value):
-    return value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-
-
 def exposition(text):
     """({family: {frozenset(labels): value}}, {family: type}, {family: help}) from /metrics."""
-    values = {}
-    for (name, labels), value in harness.parse_exposition(text).items():
-        values.setdefault(name, {})[frozenset((k, unescape(v)) for k, v in labels)] = value
+    values = harness.exposition_families(text)
     types, helps = {}, {}
     for line in text.splitlines():
         match = re.match(r"^# (TYPE|HELP) (\S+) ?(.*)$", line)
@@ -74,7 +68,7 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
         self.agent = None
 
     def tearDown(self):
-        failed = harness.has_failed(self)
+        failed = harness.failed(self)
         if self.agent is not None:
             self.agent.finish(show_log=failed)
         if failed:

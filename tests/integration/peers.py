@@ -14,6 +14,22 @@ import urllib.request
 import harness
 
 
+def _stop(peer):
+    """A peer's stop(): terminates its process (start() brings it back on the same port and data)."""
+    if peer.process is not None and peer.process.poll() is None:
+        peer.process.terminate()
+        peer.process.wait(timeout=30)
+    if peer._log is not None:
+        peer._log.close()
+        peer._log = None
+
+
+def _cleanup(peer):
+    """A peer's cleanup(): stops it and removes its directory."""
+    _stop(peer)
+    shutil.rmtree(peer.workdir, ignore_errors=True)
+
+
 class VictoriaLogs:
     """victoria-logs on 127.0.0.1 with its data in a directory of its own. stop() and start() keep the
     port and the data directory, so a restart is the same receiver after an outage."""
@@ -64,17 +80,8 @@ class VictoriaLogs:
             body = response.read().decode("utf-8", errors="strict")
         return [json.loads(line) for line in body.splitlines() if line.strip()]
 
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    stop = _stop
+    cleanup = _cleanup
 
 
 class OtelCollector:
@@ -154,17 +161,8 @@ class OtelCollector:
                         out.append((resource, scope_logs.get("scope", {}), record))
         return out
 
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    stop = _stop
+    cleanup = _cleanup
 
 
 def attributes(key_values):

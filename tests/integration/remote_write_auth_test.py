@@ -88,7 +88,7 @@ class AgentCase(unittest.TestCase):
         self.receivers = []
 
     def tearDown(self):
-        failed = harness.has_failed(self)
+        failed = harness.failed(self)
         if self.agent is not None:
             self.agent.finish(show_log=failed)
         for receiver in self.receivers:
