@@ -105,7 +105,9 @@ int Run(const Args& args) {
   SnapshotStore store;  // the producer thread never fires (interval of a day); batches are queued below
   int64_t clock_ms = args.start_ms;
   RemoteWriteOptions o;
-  o.urls = {args.url};
+  RemoteWriteEndpoint endpoint;
+  endpoint.url = args.url;
+  o.endpoints = {endpoint};
   o.interval = std::chrono::hours(24);
   o.queue_directory = args.queue_dir;
   o.queue_max_bytes = static_cast<uint64_t>(args.queue_max_mib) << 20;
