@@ -1,5 +1,6 @@
 #include "src/parsers/training_wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gpuscope {
@@ -100,6 +101,56 @@ bool DecodeRecord(uint8_t type, Reader body, TrainingDatagram* out) {
 }
 
 }  // namespace
+
+namespace {
+
+template <typename T>
+void Put(std::string* out, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i)
+    out->push_back(static_cast<char>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff));
+}
+
+}  // namespace
+
+void AppendTrainingHeader(std::string* out, uint32_t producer_drops) {
+  out->append(kTrainingWireMagic);
+  Put<uint8_t>(out, kTrainingWireVersion);
+  Put<uint8_t>(out, 0);
+  Put<uint16_t>(out, 0);  // the record count: FinishTrainingDatagram
+  Put<uint32_t>(out, producer_drops);
+}
+
+void AppendTrainingHello(std::string* out, const TrainingHello& hello) {
+  const size_t job = std::min<size_t>(hello.job.size(), 255);
+  Put<uint8_t>(out, kHello);
+  Put<uint16_t>(out, static_cast<uint16_t>(kHelloSize + job));
+  Put<uint32_t>(out, static_cast<uint32_t>(hello.rank));
+  Put<uint32_t>(out, static_cast<uint32_t>(hello.local_rank));
+  Put<uint32_t>(out, static_cast<uint32_t>(hello.world_size));
+  Put<uint8_t>(out, static_cast<uint8_t>(job));
+  out->append(hello.job, 0, job);
+}
+
+void AppendTrainingCollective(std::string* out, const TrainingCollective& c) {
+  Put<uint8_t>(out, kCollective);
+  Put<uint16_t>(out, static_cast<uint16_t>(kCollectiveSize));
+  Put<uint64_t>(out, c.comm);
+  Put<uint64_t>(out, c.seq);
+  Put<uint8_t>(out, c.op);
+  Put<uint8_t>(out, c.dtype);
+  Put<uint8_t>(out, c.algo);
+  Put<uint8_t>(out, c.proto);
+  Put<uint64_t>(out, c.bytes);
+  Put<uint32_t>(out, static_cast<uint32_t>(c.nranks));
+  Put<uint64_t>(out, c.begin_ns);
+  Put<uint64_t>(out, c.end_ns);
+}
+
+void FinishTrainingDatagram(std::string* out, uint16_t records) {
+  if (out->size() < kHeaderSize) return;
+  (*out)[6] = static_cast<char>(records & 0xff);
+  (*out)[7] = static_cast<char>(records >> 8);
+}
 
 std::string_view TrainingWireErrorName(TrainingWireError error) {
   switch (error) {

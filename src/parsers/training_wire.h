@@ -78,6 +78,17 @@ enum class TrainingWireError {
 
 std::string_view TrainingWireErrorName(TrainingWireError error);
 
+// The encoder of the same format, for producers written in C++ (the NCCL profiler plugin); the Python
+// package has its own (python/gpuscope/_wire.py), and the tests hold both to these bytes.
+// A datagram: AppendTrainingHeader, then the records; `count` is patched by FinishTrainingDatagram.
+void AppendTrainingHeader(std::string* out, uint32_t producer_drops);
+void AppendTrainingHello(std::string* out, const TrainingHello& hello);
+void AppendTrainingCollective(std::string* out, const TrainingCollective& collective);
+// Sets the record count of the datagram `out` holds (the records appended after its header).
+void FinishTrainingDatagram(std::string* out, uint16_t records);
+// Bytes a collective record takes (type, size, body).
+inline constexpr size_t kTrainingCollectiveRecordSize = 3 + 48;
+
 // Decodes `data` into *out. On an error the records before the bad one stay in *out (the caller decides
 // whether to use them; the agent does not).
 TrainingWireError DecodeTrainingDatagram(std::string_view data, TrainingDatagram* out);

@@ -110,5 +110,32 @@ TEST(TrainingWire, ACountPastTheRecordsIsTruncatedAndReuseClearsThePreviousDatag
   EXPECT_EQ(datagram.producer_drops, 7u);
 }
 
+TEST(TrainingWire, WhatTheEncoderWritesDecodesToTheSameFields) {
+  std::string data;
+  AppendTrainingHeader(&data, 3);
+  AppendTrainingHello(&data, TrainingHello{7, 3, 16, "4242"});
+  TrainingCollective c;
+  c.comm = 0x1234;
+  c.seq = 99;
+  c.op = 2;
+  c.bytes = 1 << 30;
+  c.nranks = 16;
+  c.begin_ns = 10;
+  c.end_ns = 0;
+  AppendTrainingCollective(&data, c);
+  FinishTrainingDatagram(&data, 2);
+  TrainingDatagram datagram;
+  ASSERT_EQ(DecodeTrainingDatagram(data, &datagram), TrainingWireError::kNone);
+  EXPECT_EQ(datagram.producer_drops, 3u);
+  ASSERT_TRUE(datagram.hello.has_value());
+  EXPECT_EQ(datagram.hello->rank, 7);
+  EXPECT_EQ(datagram.hello->job, "4242");
+  ASSERT_EQ(datagram.collectives.size(), 1u);
+  EXPECT_EQ(datagram.collectives[0].seq, 99u);
+  EXPECT_EQ(datagram.collectives[0].bytes, 1u << 30);
+  EXPECT_EQ(datagram.collectives[0].end_ns, 0u);
+  EXPECT_EQ(data.size(), 12 + 3 + 13 + 4 + kTrainingCollectiveRecordSize);
+}
+
 }  // namespace
 }  // namespace gpuscope
