@@ -55,8 +55,8 @@ uint8_t OpCode(const char* func) {
                                                 "allreduce", "sendrecv", "send",      "recv",
                                                 "barrier",   "alltoall", "gather",    "scatter"};
   const std::string name = Squash(func);
-  for (uint8_t i = 0; i < std::size(kNames); ++i) {
-    if (name == kNames[i]) return i;
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    if (name == kNames[i]) return static_cast<uint8_t>(i);
   }
   return 255;
 }
@@ -79,7 +79,7 @@ uint8_t AlgoCode(const char* algo) {
   static constexpr std::string_view kNames[] = {"tree",     "ring", "collnetdirect", "collnetchain", "nvls",
                                                 "nvlstree", "pat"};
   const std::string name = Squash(algo);
-  for (uint8_t i = 0; i < std::size(kNames); ++i) {
+  for (size_t i = 0; i < std::size(kNames); ++i) {
     if (name == kNames[i]) return static_cast<uint8_t>(i + 1);
   }
   return 0;
@@ -88,7 +88,7 @@ uint8_t AlgoCode(const char* algo) {
 uint8_t ProtoCode(const char* proto) {
   static constexpr std::string_view kNames[] = {"ll", "ll128", "simple"};
   const std::string name = Squash(proto);
-  for (uint8_t i = 0; i < std::size(kNames); ++i) {
+  for (size_t i = 0; i < std::size(kNames); ++i) {
     if (name == kNames[i]) return static_cast<uint8_t>(i + 1);
   }
   return 0;

@@ -99,7 +99,7 @@ class Profiler {
   std::string socket_path_;
   int fd_ = -1;
   std::atomic<uint64_t> send_dropped_{0};
-  int64_t quiet_until_ns_ = 0;  // sender thread: no send before (no agent)
+  int64_t quiet_until_ns_ = 0;   // sender thread: no send before (no agent)
   uint64_t reported_drops_ = 0;  // sender thread: the count the last delivered datagram carried
   std::mutex mu_;
   std::condition_variable cv_;
