@@ -317,6 +317,29 @@ Status DurableQueue::Ack(std::string_view consumer_name, uint64_t batch_id) {
   return st;
 }
 
+Status DurableQueue::ForEachPending(std::string_view consumer_name,
+                                    const std::function<void(std::string_view)>& visit) const {
+  MutexLock lock(&mu_);
+  const Consumer* consumer = FindLocked(consumer_name);
+  if (consumer == nullptr) {
+    return Status::NotFound("queue has no consumer " + std::string(consumer_name));
+  }
+  std::string payload;
+  for (const Segment& seg : segments_) {
+    if (seg.seq < consumer->ack.seq) continue;
+    const size_t from = seg.seq == consumer->ack.seq ? consumer->ack.index : 0;
+    for (size_t i = from; i < seg.records.size(); ++i) {
+      const RecordIndex& r = seg.records[i];
+      payload.resize(r.length);
+      if (r.length > 0 && !ReadAllAt(seg.fd, payload.data(), r.length, r.offset + kQueueRecordHeaderSize)) {
+        return Status::Unavailable(ErrnoText("cannot read queue segment", SegmentPath(seg.seq)));
+      }
+      visit(payload);
+    }
+  }
+  return Status::Ok();
+}
+
 uint64_t DurableQueue::PendingLocked(const Consumer& consumer) const {
   uint64_t n = 0;
   for (const Segment& seg : segments_) {

@@ -85,6 +85,12 @@ class DurableQueue {
   // the checkpoint could not be written (the position is then still advanced in memory).
   Status Ack(std::string_view consumer, uint64_t batch_id);
 
+  // Calls `visit` with each record `consumer` has not acknowledged, oldest first, one at a time (a sink
+  // summarising its backlog at start; the queue's lock is held meanwhile, so `visit` must not call the
+  // queue). What Peek returns next is unchanged. NotFound for an unknown consumer; Unavailable on a read
+  // error (after the records visited so far).
+  Status ForEachPending(std::string_view consumer, const std::function<void(std::string_view)>& visit) const;
+
   // Per queue (label queue): gpuscope_queue_bytes, gpuscope_queue_appended_total. Per consumer (labels
   // queue, consumer): gpuscope_queue_records, _oldest_age_seconds, _acked_total,
   // _dropped_total{reason="full|corrupt"}.

@@ -109,6 +109,26 @@ TEST(QueueDurableQueue, PeekWithoutAckRedeliversTheSameRecords) {
   EXPECT_TRUE(PeekAll(*q).empty());
 }
 
+TEST(QueueDurableQueue, ForEachPendingVisitsTheUnacknowledgedRecordsOldestFirstAndLeavesPeekAlone) {
+  TempDir dir;
+  auto o = Options(dir.path());
+  o.segment_bytes = 100;  // across several segments
+  auto q = OpenOrDie(o);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(q->Append("r" + std::to_string(i)).ok());
+  QueueBatch b;
+  ASSERT_TRUE(q->Peek("a", 5, 1 << 20, &b).ok());
+  ASSERT_TRUE(q->Ack("a", b.id).ok());
+  ASSERT_TRUE(q->Peek("a", 3, 1 << 20, &b).ok());  // in flight, not acknowledged
+  std::vector<std::string> visited;
+  ASSERT_TRUE(q->ForEachPending("a", [&](std::string_view r) { visited.emplace_back(r); }).ok());
+  ASSERT_EQ(visited.size(), 15u);
+  EXPECT_EQ(visited.front(), "r5");
+  EXPECT_EQ(visited.back(), "r19");
+  EXPECT_TRUE(q->Ack("a", b.id).ok());  // the batch peeked before is still the one to acknowledge
+  EXPECT_EQ(PeekAll(*q).front(), "r8");
+  EXPECT_EQ(q->ForEachPending("nobody", [](std::string_view) {}).code(), Status::Code::kNotFound);
+}
+
 TEST(QueueDurableQueue, EmptyQueuePeeksAnEmptyBatch) {
   TempDir dir;
   auto q = OpenOrDie(Options(dir.path()));

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <snappy.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <filesystem>
@@ -221,6 +223,86 @@ TEST_F(RemoteWriteSinkTest, ASeriesThatDisappearsGetsOneStaleMarker) {
   EXPECT_EQ(got[1].batch.series.size(), 3u);
   EXPECT_EQ(got[2].batch.series.size(), 2u);  // marked once, then forgotten
   EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_stale_markers_total"), 1);
+}
+
+std::vector<std::string> StaleGpus(const RemoteWriteBatch& batch) {
+  std::vector<std::string> out;
+  for (const auto& s : batch.series) {
+    if (IsStaleMarker(s.value)) out.push_back(s.labels[2].second);  // __name__, cluster, gpu
+  }
+  return out;
+}
+
+TEST_F(RemoteWriteSinkTest, ASeriesGoneWhileTheSinkWasStoppedIsMarkedStaleInTheFirstBatchAfterTheRestart) {
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 1; }));
+  sink_->Stop();
+  sink_.reset();
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "queue" / "series"));
+  StartSink();  // a new process, as far as the sink knows: only the queue directory is left
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());  // GPUs 1 and 2 went while it was down
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  const std::vector<Received> got = received();
+  std::vector<std::string> stale = StaleGpus(got[1].batch);
+  std::sort(stale.begin(), stale.end());
+  EXPECT_EQ(stale, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(got[1].batch.series.size(), 3u);
+  for (const auto& s : got[1].batch.series) EXPECT_EQ(s.timestamp_ms, 2000);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_stale_markers_total"), 2);
+  // Remembered as gone: the restart after that marks nothing again.
+  sink_->Stop();
+  sink_.reset();
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 3000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 3; }));
+  EXPECT_TRUE(StaleGpus(received().at(2).batch).empty());
+}
+
+TEST_F(RemoteWriteSinkTest, ACorruptSeriesMemoryCostsOnlyTheStaleMarkersOfThatRestart) {
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 1000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 1; }));
+  sink_->Stop();
+  sink_.reset();
+  std::filesystem::resize_file(dir_ / "queue" / "series", 40);  // torn
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 2000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 2; }));
+  const Received second = received().at(1);
+  EXPECT_TRUE(StaleGpus(second.batch).empty());
+  EXPECT_EQ(second.batch.series.size(), 1u);
+  // Rewritten whole: the next restart marks GPU 0 stale again once it is gone.
+  sink_->Stop();
+  sink_.reset();
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(Snapshot::Of({}), 3000).ok());
+  ASSERT_TRUE(Eventually([&] { return received().size() == 3; }));
+  EXPECT_EQ(StaleGpus(received().at(2).batch), std::vector<std::string>{"0"});
+}
+
+TEST_F(RemoteWriteSinkTest, SamplesPendingCountsWhatTheUrlHasNotAcceptedAlsoAfterARestart) {
+  std::atomic<bool> accept{false};
+  reply_ = [&accept](size_t) {
+    return TestHttpReply{MakeHttpResponse(accept ? 204 : 503, "text/plain", "")};
+  };
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());  // 2 samples
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 2000).ok());  // 3
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 3000).ok());  // 1 and 2 stale markers
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 8);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_pending_batches"), 3);
+  sink_->Stop();
+  sink_.reset();
+  StartSink();  // the backlog is counted from the queue
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 8);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 4000).ok());
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 9);
+  accept = true;
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_pending_batches") == 0; }));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 0);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total"), 9);
 }
 
 TEST_F(RemoteWriteSinkTest, SeriesCarrySortedLabelsExternalLabelsAndMetadata) {
