@@ -22,6 +22,23 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+// Whether `labels` could be a series the batcher wrote: sorted by name without repeats, __name__ a valid
+// metric name, every other name a valid label name.
+bool IsSeriesLabels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  bool has_name = false;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto& [name, value] = labels[i];
+    if (i > 0 && !(labels[i - 1].first < name)) return false;
+    if (name == "__name__") {
+      if (!IsValidMetricName(value)) return false;
+      has_name = true;
+    } else if (!IsValidLabelName(name)) {
+      return false;
+    }
+  }
+  return has_name;
+}
+
 }  // namespace
 
 // The 2.0 symbols table of the current epoch: "" first, each string once, append-only; `bytes` is its
@@ -318,9 +335,53 @@ void RemoteWriteBatcher::Committed(bool queued) {
     }
   }
   if (queued) {
+    // The same set: every series of the last queued record met, and none besides.
+    if (seen_ != previous_seen_ || previous_seen_ != previous_) ++queued_series_changes_;
     last_queued_ = build_;
     previous_ = seen_;
   }
+}
+
+size_t RemoteWriteBatcher::Restore(
+    const std::vector<std::vector<std::pair<std::string, std::string>>>& series) {
+  // Families hold pointers into series_: both go. Their strings stay in the table until the next epoch.
+  forgotten_since_epoch_ += series_.size();
+  family_order_.clear();
+  families_.clear();
+  series_.clear();
+  // The restored set is a build of its own, queued: the next Build() measures its stale markers by it.
+  ++build_;
+  std::string refs;
+  for (const auto& labels : series) {
+    if (!IsSeriesLabels(labels)) continue;
+    refs.clear();
+    for (const auto& [name, value] : labels) {
+      protowire::AppendVarint(refs, symbols_->Ref(name));
+      protowire::AppendVarint(refs, symbols_->Ref(value));
+    }
+    auto [found, inserted] = series_.try_emplace(refs);
+    found->second.refs = &found->first;
+    found->second.seen = build_;
+  }
+  last_queued_ = build_;
+  previous_ = series_.size();
+  return series_.size();
+}
+
+std::vector<std::vector<std::pair<std::string, std::string>>> RemoteWriteBatcher::QueuedSeries() const {
+  std::vector<std::vector<std::pair<std::string, std::string>>> out;
+  out.reserve(previous_);
+  for (const auto& [refs, series] : series_) {
+    if (!InPrevious(series)) continue;
+    std::vector<std::pair<std::string, std::string>>& labels = out.emplace_back();
+    size_t pos = 0;
+    uint64_t name = 0;
+    uint64_t value = 0;
+    while (protowire::ReadVarint(refs, &pos, &name) && protowire::ReadVarint(refs, &pos, &value))
+      labels.emplace_back(symbols_->At(static_cast<uint32_t>(name)),
+                          symbols_->At(static_cast<uint32_t>(value)));
+  }
+  return out;
 }
 
 }  // namespace gpuscope

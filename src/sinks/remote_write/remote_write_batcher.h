@@ -14,6 +14,11 @@
 // have been forgotten than are alive (label values of ended jobs pile up in the table), the next record
 // starts a new epoch with a fresh table.
 //
+// Across restarts: Restore() makes a set of series (the last queued record of an earlier run, as the sink
+// keeps it in SeriesMemory) the last queued record, so a series of it that the next snapshot lacks gets
+// its stale marker there; QueuedSeries() reads the set back, and queued_series_changes() tells when it
+// changed, so that it is written only then (a steady node: once).
+//
 // Rules kept from the sink's first version: families with an invalid metric name or no samples are left
 // out, series with an invalid or duplicate label name too; a series that occurs twice is sent once (the
 // first, as the exposition does).
@@ -54,6 +59,20 @@ class RemoteWriteBatcher {
   // queued (a queue error): the previous queued record stays that measure.
   void Committed(bool queued);
 
+  // Makes `series` (each its sorted label pairs, __name__ included, as QueuedSeries() gives them) the
+  // series of the last queued record: the next record has a stale marker for each that its snapshot
+  // lacks, and the others carry on as if no restart had been. Everything cached before is dropped. A
+  // series whose labels are not sorted by name, repeat a name, lack __name__ or have an invalid name is
+  // left out. Returns the number of series kept.
+  size_t Restore(const std::vector<std::vector<std::pair<std::string, std::string>>>& series);
+  // The series of the last queued record (as restored, or as the last Committed(true) left them), each
+  // its sorted label pairs with __name__, in no particular order. O(series): call it when
+  // queued_series_changes() moved.
+  std::vector<std::vector<std::pair<std::string, std::string>>> QueuedSeries() const;
+  // How many times Committed(true) queued a record whose set of series differs from the last queued
+  // record's (Restore() is not counted).
+  uint64_t queued_series_changes() const { return queued_series_changes_; }
+
   size_t cached_series() const;
   size_t symbols() const;
 
@@ -80,6 +99,7 @@ class RemoteWriteBatcher {
   size_t previous_seen_ = 0;                // of them, those in the last queued record
   size_t previous_ = 0;                     // series in the last queued record
   size_t forgotten_since_epoch_ = 0;
+  uint64_t queued_series_changes_ = 0;
   std::string timeseries_;     // the record's timeseries part is built at its start; reused
   std::string sample_suffix_;  // the timestamp field of the current build
 };

@@ -92,6 +92,30 @@ Status RemoteWriteSink::Start() {
     d->sender = std::make_unique<PushSender>(queue.get(), std::move(o));
     destinations.push_back(std::move(d));
   }
+  // What an earlier run left queued: the consumer furthest behind holds every record still kept.
+  SampleBacklog backlog;
+  const auto furthest = std::max_element(
+      consumers.begin(), consumers.end(),
+      [&](const auto& a, const auto& b) { return queue->pending_records(a) < queue->pending_records(b); });
+  status = queue->ForEachPending(*furthest, [&backlog](std::string_view record) {
+    uint64_t samples = 0;
+    int64_t timestamp_ms = 0;
+    SummarizeRemoteWriteRecord(record, &samples, &timestamp_ms);  // 2.0 records and older plain 1.0 ones
+    backlog.Appended(samples);
+  });
+  if (!status.ok())
+    Log(LogLevel::kWarn, "remote_write cannot count the queued samples", {{"error", status.message()}});
+  // The series of the last batch queued before this start: those gone meanwhile get their stale markers
+  // in the first batch.
+  auto series_memory = std::make_unique<SeriesMemory>(options_.queue_directory + "/series");
+  auto batcher = std::make_unique<RemoteWriteBatcher>(options_.external_labels);
+  std::vector<RemoteWriteLabels> remembered;
+  for (auto& [key, labels] : series_memory->Load()) remembered.push_back(std::move(labels));
+  if (batcher->Restore(remembered) < remembered.size()) {
+    Log(LogLevel::kWarn, "remote_write series memory holds label sets no batch could have; left out",
+        {{"path", series_memory->path()}});
+  }
+
   for (auto& d : destinations) {
     status = d->sender->Start();
     if (!status.ok()) {
@@ -103,7 +127,11 @@ Status RemoteWriteSink::Start() {
     MutexLock lock(&mu_);
     queue_ = std::move(queue);
     destinations_ = std::move(destinations);
-    batcher_ = std::make_unique<RemoteWriteBatcher>(options_.external_labels);
+    batcher_ = std::move(batcher);
+    series_memory_ = std::move(series_memory);
+    remembered_changes_ = 0;
+    series_memory_failing_ = false;
+    backlog_ = std::move(backlog);
     running_ = true;
   }
   producer_.Start();
@@ -141,8 +169,35 @@ Status RemoteWriteSink::QueueSnapshot(const Snapshot& snapshot, int64_t timestam
   samples_queued_ += built.samples;
   stale_markers_ += built.stale_markers;
   highest_queued_ms_ = std::max(highest_queued_ms_, timestamp_ms);
+  backlog_.Appended(built.samples);
+  uint64_t needed = 0;
+  for (auto& d : destinations_) needed = std::max(needed, queue_->pending_records(d->consumer));
+  backlog_.Keep(needed);
   for (auto& d : destinations_) d->sender->Wake();
+  RememberQueuedSeries();
   return Status::Ok();
+}
+
+void RemoteWriteSink::RememberQueuedSeries() {
+  const uint64_t changes = batcher_->queued_series_changes();
+  if (changes == remembered_changes_) return;  // the steady state: the same series as last written
+  RemoteWriteSeriesSet series;
+  for (RemoteWriteLabels& labels : batcher_->QueuedSeries()) {
+    std::string key = RemoteWriteSeriesKey(labels);
+    series.emplace(std::move(key), std::move(labels));
+  }
+  const Status status = series_memory_->Store(series);
+  if (!status.ok()) {
+    // Tried again after the next batch; a restart before then misses the stale markers of the change.
+    if (!series_memory_failing_) {
+      Log(LogLevel::kWarn, "remote_write cannot write its series memory",
+          {{"path", series_memory_->path()}, {"error", status.message()}});
+    }
+    series_memory_failing_ = true;
+    return;
+  }
+  series_memory_failing_ = false;
+  remembered_changes_ = changes;
 }
 
 EncodedBody RemoteWriteSink::Encode(Destination& destination, const std::vector<std::string>& records) const {
@@ -274,6 +329,13 @@ std::vector<MetricDescription> RemoteWriteSink::Describe() {
        "",
        {"sink", "url", "protocol"},
        "remote_write sink"},
+      {"gpuscope_remote_write_samples_pending",
+       MetricType::kGauge,
+       "Queued samples a URL has not yet accepted, stale markers included (queued by this run or an "
+       "earlier one).",
+       "",
+       {"sink", "url"},
+       "remote_write sink"},
   };
   for (MetricDescription& d : PushSender::Describe()) out.push_back(std::move(d));
   for (MetricDescription& d : DurableQueue::Describe()) out.push_back(std::move(d));
@@ -283,7 +345,7 @@ std::vector<MetricDescription> RemoteWriteSink::Describe() {
 std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
   std::vector<MetricFamily> out;
   const std::vector<MetricDescription> descriptions = Describe();
-  for (size_t i = 0; i < 12; ++i) {
+  for (size_t i = 0; i < 13; ++i) {
     const MetricDescription& d = descriptions[i];
     out.push_back({d.name, d.help, d.type, d.unit, {}});
   }
@@ -315,6 +377,7 @@ std::vector<MetricFamily> RemoteWriteSink::Metrics() const {
                                       {"url", d->url},
                                       {"protocol", d->protocol.load() == 2 ? "2.0" : "1.0"}},
                                1.0});
+    out[12].samples.push_back({url, static_cast<double>(backlog_.Pending(pending))});
   }
   for (const auto& d : destinations_) {
     for (MetricFamily& f : d->sender->Metrics()) out.push_back(std::move(f));

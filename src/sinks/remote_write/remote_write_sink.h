@@ -5,7 +5,9 @@
 // Every interval a producer thread takes the SnapshotStore's current snapshot (a shared pointer: no
 // family is copied), turns it into one batch stamped with the current time (labels sorted, __name__
 // and the external labels added, a stale marker for every series of the previous batch that is gone:
-// a job ended, a GPU was lost; RemoteWriteBatcher, which keeps what does not change per series) and
+// a job ended, a GPU was lost; RemoteWriteBatcher, which keeps what does not change per series; the
+// previous batch's series are kept in <queue>/remote_write/series, series_memory.h, rewritten when they
+// change, so that after a restart a series that went while the agent was down is marked stale at once) and
 // appends it, as a remote_write 2.0 record (remote_write_record.h), to its own DurableQueue
 // (<queue>/remote_write; queue and thread are the SnapshotProducer shared with OTLP metrics,
 // src/sinks/push/snapshot_producer.h). Each endpoint is a consumer of that queue read by a PushSender of its
@@ -18,6 +20,9 @@
 // a URL starts on 2.0 and falls back to 1.0 for good when it answers 415, or a 2xx without
 // X-Prometheus-Remote-Write-Samples-Written (a 1.0 receiver reads a 2.0 body as an empty request and says
 // 204).
+//
+// gpuscope_remote_write_samples_pending counts the samples of each endpoint's unacknowledged batches
+// (SampleBacklog, fed by every queued batch and at start by those an earlier run left queued).
 //
 // Thread-safety: Start() and Stop() from one owning thread; Name(), Wake(), Metrics() and QueueSnapshot()
 // from any thread (QueueSnapshot serialises with the producer thread).
@@ -42,6 +47,8 @@
 #include "src/sinks/queue/durable_queue.h"
 #include "src/sinks/remote_write/remote_write_batcher.h"
 #include "src/sinks/remote_write/remote_write_encode.h"
+#include "src/sinks/remote_write/sample_backlog.h"
+#include "src/sinks/remote_write/series_memory.h"
 
 namespace gpuscope {
 
@@ -95,6 +102,8 @@ class RemoteWriteSink final : public PushSink {
   EncodedBody Encode(Destination& destination, const std::vector<std::string>& records) const;
   bool Accept(Destination& destination, const HttpClientResponse& response) const;
   void OnResult(Destination& destination, const std::vector<std::string>& records, BatchFate fate);
+  // Writes the batcher's last queued series to series_memory_ when they changed since last written.
+  void RememberQueuedSeries() REQUIRES(mu_);
 
   RemoteWriteOptions options_;
   SnapshotProducer producer_;  // calls QueueSnapshot every interval
@@ -108,6 +117,12 @@ class RemoteWriteSink final : public PushSink {
   // Snapshot -> record, with the series of the last queued record for stale markers.
   std::unique_ptr<RemoteWriteBatcher> batcher_ GUARDED_BY(mu_);
   std::string record_ GUARDED_BY(mu_);  // reused between intervals
+  // <queue directory>/series: the batcher's last queued series across restarts, written when
+  // batcher_->queued_series_changes() has moved past `remembered_changes_`.
+  std::unique_ptr<SeriesMemory> series_memory_ GUARDED_BY(mu_);
+  uint64_t remembered_changes_ GUARDED_BY(mu_) = 0;
+  bool series_memory_failing_ GUARDED_BY(mu_) = false;  // logged once per run of failures
+  SampleBacklog backlog_ GUARDED_BY(mu_);               // samples per queued record, for samples_pending
   uint64_t batches_queued_ GUARDED_BY(mu_) = 0;
   uint64_t samples_queued_ GUARDED_BY(mu_) = 0;
   uint64_t stale_markers_ GUARDED_BY(mu_) = 0;

@@ -236,5 +236,145 @@ TEST(RemoteWriteBatcherTest, ChurnStartsANewSymbolsTableHoldingOnlyLiveStrings) 
   EXPECT_EQ(batcher.cached_series(), 2u);
 }
 
+// The series of TwoFamilies(Gpus(count)) as a record of this batcher holds them (with cluster=c1).
+std::vector<LabelPairs> QueuedGpuSeries(int count) {
+  std::vector<LabelPairs> out;
+  for (const char* name : {"DCGM_FI_DEV_GPU_TEMP", "gpuscope_energy_joules_total"}) {
+    for (int g = 0; g < count; ++g) {
+      out.push_back({{"UUID", "GPU-" + std::to_string(100 + g)},
+                     {"__name__", name},
+                     {"cluster", "c1"},
+                     {"gpu", std::to_string(g)}});
+    }
+  }
+  return out;
+}
+
+std::vector<LabelPairs> Sorted(std::vector<LabelPairs> series) {
+  std::sort(series.begin(), series.end());
+  return series;
+}
+
+TEST(RemoteWriteBatcherTest, RestoredSeriesMissingFromTheNextSnapshotGetOneStaleMarkerAndTheOthersNone) {
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  EXPECT_EQ(batcher.Restore(QueuedGpuSeries(3)), 6u);  // what an earlier run queued last
+  const std::vector<Labels> gpus = Gpus(3);
+  std::string record;
+  auto built = batcher.Build(TwoFamilies({gpus[0]}), 2000, &record);  // GPUs 1 and 2 went meanwhile
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 4u);
+  EXPECT_EQ(built.samples, 6u);
+  const RemoteWriteBatch v1 = AsV1(record);
+  std::vector<std::string> stale = StaleGpus(v1);
+  std::sort(stale.begin(), stale.end());
+  EXPECT_EQ(stale, (std::vector<std::string>{"GPU-101/1", "GPU-101/1", "GPU-102/2", "GPU-102/2"}));
+  ASSERT_EQ(v1.series.size(), 6u);
+  EXPECT_EQ(v1.series[0].labels, QueuedGpuSeries(1)[0]);  // GPU 0 carries on: a value, no marker
+  EXPECT_EQ(v1.series[0].value, 40);
+  EXPECT_EQ(v1.series[1].value, 4000);
+  for (const RemoteWriteSeries& s : v1.series) EXPECT_EQ(s.timestamp_ms, 2000);
+
+  built = batcher.Build(TwoFamilies({gpus[0]}), 3000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 0u);  // marked once, then forgotten
+  EXPECT_EQ(built.samples, 2u);
+  EXPECT_EQ(batcher.cached_series(), 2u);
+}
+
+TEST(RemoteWriteBatcherTest, WhatQueuedSeriesReadsRestoresTheSameStateInANewBatcher) {
+  RemoteWriteBatcher before(LabelPairs{{"cluster", "c1"}});
+  std::string record;
+  before.Build(TwoFamilies(Gpus(3)), 1000, &record);
+  before.Committed(true);
+  EXPECT_EQ(Sorted(before.QueuedSeries()), Sorted(QueuedGpuSeries(3)));
+
+  RemoteWriteBatcher after(LabelPairs{{"cluster", "c1"}});  // the restarted agent's
+  EXPECT_EQ(after.Restore(before.QueuedSeries()), 6u);
+  EXPECT_EQ(Sorted(after.QueuedSeries()), Sorted(QueuedGpuSeries(3)));
+  const auto built = after.Build(TwoFamilies(Gpus(3), 41), 2000, &record);  // nothing went
+  after.Committed(true);
+  EXPECT_EQ(built.stale_markers, 0u);
+  EXPECT_EQ(built.samples, 6u);
+  EXPECT_EQ(AsV1(record).series.size(), 6u);
+  EXPECT_EQ(after.cached_series(), 6u);
+  EXPECT_EQ(after.queued_series_changes(), 0u);  // the same set: nothing to write again
+}
+
+TEST(RemoteWriteBatcherTest, TheChangeCountMovesWhenAQueuedRecordsSeriesDifferFromThePreviousOnes) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  const std::vector<Labels> gpus = Gpus(3);
+  std::string record;
+  EXPECT_EQ(batcher.queued_series_changes(), 0u);
+  batcher.Build(TwoFamilies(gpus), 1000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 1u);          // from none to 6
+  batcher.Build(TwoFamilies(Gpus(3), 41), 2000, &record);  // the same series in new label sets
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 1u);
+  batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 3000, &record);  // one gone
+  batcher.Committed(false);                                       // but not queued
+  EXPECT_EQ(batcher.queued_series_changes(), 1u);
+  EXPECT_EQ(batcher.QueuedSeries().size(), 6u);  // the last queued record's are still the measure
+  batcher.Build(TwoFamilies({gpus[0], gpus[1]}), 4000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 2u);
+  EXPECT_EQ(batcher.QueuedSeries().size(), 4u);
+  batcher.Build(TwoFamilies({gpus[0], gpus[2]}), 5000, &record);  // one gone, one back: as many as before
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 3u);
+  batcher.Build(Snapshot::Of({}), 6000, &record);  // everything gone
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 4u);
+  EXPECT_TRUE(batcher.QueuedSeries().empty());
+  batcher.Build(Snapshot::Of({}), 7000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.queued_series_changes(), 4u);
+}
+
+TEST(RemoteWriteBatcherTest, RestoreLeavesOutLabelSetsNoRecordCouldHoldAndDropsWhatWasCached) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  std::string record;
+  batcher.Build(TwoFamilies(Gpus(2)), 1000, &record);
+  batcher.Committed(true);
+  const std::vector<LabelPairs> series = {
+      {{"__name__", "up"}, {"gpu", "0"}},                // kept
+      {{"gpu", "0"}, {"__name__", "up"}},                // not sorted
+      {{"gpu", "0"}},                                    // no __name__
+      {{"__name__", "1up"}, {"gpu", "0"}},               // invalid metric name
+      {{"__name__", "up"}, {"__x", "0"}},                // invalid label name
+      {{"__name__", "up"}, {"gpu", "0"}, {"gpu", "1"}},  // a repeated name
+      {{"__name__", "up"}, {"gpu", "0"}},                // the first again
+  };
+  EXPECT_EQ(batcher.Restore(series), 1u);
+  EXPECT_EQ(batcher.cached_series(), 1u);  // the earlier record's series are gone with the cache
+  EXPECT_EQ(batcher.QueuedSeries(), (std::vector<LabelPairs>{{{"__name__", "up"}, {"gpu", "0"}}}));
+  const auto built = batcher.Build(TwoFamilies(Gpus(2)), 2000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 1u);  // up{gpu="0"}; the cache's series are no longer "last queued"
+  EXPECT_EQ(built.samples, 5u);
+}
+
+TEST(RemoteWriteBatcherTest, QueuedSeriesReadsRightAcrossANewSymbolsTable) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  std::string record;
+  RemoteWriteRecordView view;
+  uint64_t first_epoch = 0;
+  const Labels gpu{{"gpu", "0"}, {"UUID", "GPU-100"}};
+  for (int job = 0; job < 1200; ++job) {
+    MetricFamily info{"gpuscope_job_info", "", MetricType::kGauge, "", {}};
+    info.samples.push_back({Labels{{"gpu", "0"}, {"hpc_job", std::to_string(job)}}, 1});
+    MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {{gpu, 1}}};
+    batcher.Build(Snapshot::Of({info, up}), 1000 + job, &record);
+    batcher.Committed(true);
+    ASSERT_TRUE(ParseRemoteWriteRecord(record, &view));
+    if (job == 0) first_epoch = view.epoch;
+  }
+  ASSERT_NE(view.epoch, first_epoch);
+  EXPECT_EQ(
+      Sorted(batcher.QueuedSeries()),
+      (std::vector<LabelPairs>{{{"UUID", "GPU-100"}, {"__name__", "gpuscope_gpu_up"}, {"gpu", "0"}},
+                               {{"__name__", "gpuscope_job_info"}, {"gpu", "0"}, {"hpc_job", "1199"}}}));
+}
+
 }  // namespace
 }  // namespace gpuscope

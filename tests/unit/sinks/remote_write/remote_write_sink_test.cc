@@ -459,5 +459,46 @@ TEST_F(RemoteWriteSinkTest, PlainV1BatchesQueuedBeforeAnUpgradeAreSentAs2) {
                      {"0", 30, 1000}, {"1", 31, 1000}, {"0", 40, 2000}, {"1", 41, 2000}}));
 }
 
+TEST_F(RemoteWriteSinkTest, SamplesPendingCountsThePlainV1BatchesAnOlderAgentLeftQueued) {
+  std::atomic<bool> accept{false};
+  reply_ = [&accept](size_t) {
+    return TestHttpReply{MakeHttpResponse(accept ? 204 : 503, "text/plain", "")};
+  };
+  QueuePreUpgradeBatch(2, 1000);
+  StartSink();
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 2);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 2000).ok());
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 5);
+  accept = true;
+  ASSERT_TRUE(Eventually(
+      [&] { return MetricValue(sink_->Metrics(), "gpuscope_remote_write_pending_batches") == 0; }));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_pending"), 0);
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_samples_sent_total"), 5);
+}
+
+TEST_F(RemoteWriteSinkTest, TheSeriesMemoryIsWrittenOnlyWhenTheSetOfSeriesChangesAlsoAcrossARestart) {
+  const std::string path = (dir_ / "queue" / "series").string();
+  StartSink();
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 1000).ok());
+  EXPECT_EQ(SeriesMemory(path).Load().size(), 2u);
+  std::filesystem::remove(path);  // a rewrite would bring it back
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(2), 2000).ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 3000).ok());
+  EXPECT_EQ(SeriesMemory(path).Load().size(), 3u);
+  sink_->Stop();
+  sink_.reset();
+  StartSink();  // loads the three
+  std::filesystem::remove(path);
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(3), 4000).ok());  // the same three: nothing to write
+  EXPECT_FALSE(std::filesystem::exists(path));
+  ASSERT_TRUE(sink_->QueueSnapshot(GpuSnapshot(1), 5000).ok());
+  const RemoteWriteSeriesSet remembered = SeriesMemory(path).Load();
+  ASSERT_EQ(remembered.size(), 1u);
+  EXPECT_EQ(remembered.begin()->second,
+            (RemoteWriteLabels{{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(MetricValue(sink_->Metrics(), "gpuscope_remote_write_stale_markers_total"), 2);
+}
+
 }  // namespace
 }  // namespace gpuscope
