@@ -56,10 +56,6 @@ constexpr int kAcceptBatch = 16;
 constexpr int kVictimChecks = 8;
 // How long accepting pauses when the process is out of descriptors and nothing can be evicted.
 constexpr std::chrono::milliseconds kAcceptPause{50};
-// How long a new connection waits, when every held one is being answered, for a worker to hand one back
-// before it is refused. A worker has usually sent its response already (the client may have moved on to
-// its next connection) and only the hand-back is pending; the loop has nothing else to do meanwhile.
-constexpr std::chrono::milliseconds kHandBackWait{100};
 
 ConnectionLimiter::Options LimiterOptions(const HttpServerOptions& options) {
   ConnectionLimiter::Options limits;
@@ -229,17 +225,6 @@ void HttpServer::EventLoop() {
   held_.clear();
 }
 
-bool HttpServer::WaitForHandBack() {
-  auto deadline = std::chrono::steady_clock::now() + kHandBackWait;
-  MutexLock lock(&mu_);
-  while (returned_.empty() && closed_.empty() && !stopping_) {
-    auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero()) break;
-    handed_back_.WaitFor(&mu_, left);
-  }
-  return !returned_.empty() || !closed_.empty();
-}
-
 void HttpServer::TakeBackFromWorkers(ConnectionLimiter::Time now) {
   std::vector<ConnectionPtr> returned;
   std::vector<uint64_t> closed;
@@ -330,13 +315,6 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
     ConnectionLimiter::Admission admission = limiter_.Admit(
         id, now, ssl_ctx_ != nullptr ? ConnectionLimiter::State::kHello : ConnectionLimiter::State::kHeader);
     if (admission.evicted) Evicted(*admission.evicted);
-    if (!admission.admitted && WaitForHandBack()) {
-      TakeBackFromWorkers(now);
-      admission = limiter_.Admit(
-          id, now,
-          ssl_ctx_ != nullptr ? ConnectionLimiter::State::kHello : ConnectionLimiter::State::kHeader);
-      if (admission.evicted) Evicted(*admission.evicted);
-    }
     if (!admission.admitted) {
       RejectOverCapacity(fd);
       continue;
@@ -435,7 +413,6 @@ void HttpServer::WorkerLoop() {
     }
     if (closed) conn.reset();  // closes the socket outside the lock
     MutexLock lock(&mu_);
-    handed_back_.NotifyAll();
     if (!stopping_) Wake(wake_fd_);
   }
 }

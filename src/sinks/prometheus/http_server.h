@@ -121,9 +121,6 @@ class HttpServer {
   void AcceptSome(ConnectionLimiter::Time now);
   void AdvanceVictimsWithPendingBytes();
   void TakeBackFromWorkers(ConnectionLimiter::Time now);
-  // Every held connection is being answered: waits (briefly) until a worker hands one back or closes
-  // one; true when one did.
-  bool WaitForHandBack();
   void OnReadable(uint64_t id);
   void CloseHeld(uint64_t id);
   void Evicted(std::pair<uint64_t, ConnectionLimiter::State> evicted);
@@ -160,7 +157,6 @@ class HttpServer {
 
   Mutex mu_;
   CondVar cv_;
-  CondVar handed_back_;  // a worker put a connection in returned_ or closed_
   bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_requested_{false};  // mirrors stopping_ for lock-free checks between requests
   std::deque<ConnectionPtr> queue_ GUARDED_BY(mu_);      // complete requests not yet picked by a worker
