@@ -188,6 +188,7 @@ class Parser {
     FamilyState& state = Family(name);
     MetricFamily& family = families_[state.index];
     std::vector<std::string> label_names;
+    label_names.reserve(labels.size());
     for (const auto& [label, unused] : labels) label_names.push_back(label);
     if (!state.has_samples) {
       state.has_samples = true;
