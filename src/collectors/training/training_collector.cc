@@ -15,6 +15,7 @@
 #include "src/node/node_state.h"
 #include "src/parsers/proc_cgroup.h"
 #include "src/parsers/proc_environ.h"
+#include "src/parsers/text.h"
 #include "src/platform/file.h"
 
 namespace gpuscope {
@@ -29,13 +30,6 @@ int64_t SystemNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::optional<int32_t> ParseRank(std::string_view digits) {
-  if (digits.empty() || digits.size() > 9) return std::nullopt;
-  int32_t value = 0;
-  for (char c : digits) value = value * 10 + (c - '0');
-  return value;
 }
 
 }  // namespace
@@ -192,7 +186,7 @@ std::optional<TrainingIdentity> TrainingCollector::IdentifyFromProc(uint32_t pid
   TrainingIdentity identity;
   const std::optional<SlurmCgroup> slurm = ParseProcCgroup(cgroup);
   identity.job = slurm ? slurm->job_id : env.job;
-  identity.rank = ParseRank(env.rank).value_or(-1);
+  identity.rank = text::ParseWhole<int32_t>(env.rank).value_or(-1);
   if (options_.node != nullptr) {
     const auto inventory = options_.node->gpus().Current();
     // The GPU NVML shows the process on; else the one its launcher gave its local rank (a process that
@@ -204,9 +198,10 @@ std::optional<TrainingIdentity> TrainingCollector::IdentifyFromProc(uint32_t pid
         break;
       }
     }
-    const std::optional<int32_t> local = ParseRank(env.local_rank);
+    const std::optional<int32_t> local = text::ParseWhole<int32_t>(env.local_rank);
     if (!gpu && local && static_cast<size_t>(*local) < env.gpus.size()) {
-      if (const auto index = ParseRank(env.gpus[*local])) gpu = static_cast<uint32_t>(*index);
+      if (const auto index = text::ParseWhole<uint32_t>(env.gpus[*local]))
+        gpu = static_cast<uint32_t>(*index);
     }
     if (gpu) {
       identity.gpu = std::to_string(*gpu);
