@@ -187,17 +187,18 @@ class ScrapesSurviveSlowClients(unittest.TestCase):
                   f"slowest {slowest:.3f} s; the agent closed {closed} slow connections in the window "
                   f"({closed / (ended - started):.0f}/s, each reopened at once) and counts {int(evicted)} "
                   f"header evictions since start (as of its last scrape); scrapes on a new connection: "
-                  f"{fresh.attempts - len(fresh.failures)}/{fresh.attempts} succeeded", flush=True)
+                  f"{fresh.attempts - len(fresh.failures)}/{fresh.attempts} succeeded {fresh.failures}",
+                  flush=True)
             self.assertGreaterEqual(scrapes, 0.8 * (ended - started), "Prometheus kept scraping every second")
             self.assertEqual(successes, scrapes, "no scrape failed")
             self.assertGreaterEqual(fresh.attempts, seconds)
-            # A new connection is still lost now and then under a 25,000-50,000/s reconnect flood: over
-            # plain HTTP 0-2 of 38-78 in runs of 2026-12-01 (closed before its request was read: a fresh
-            # connection's bytes can arrive while the loop evicts), over TLS 2-9 of 20-39 (closed
-            # mid-handshake); the faster the flood, the more. Not fixed yet (the next session's first
-            # item): bounded here, the figure printed above. Prometheus's own scrapes (above) must all
-            # succeed.
-            bound = fresh.attempts // 10 if scheme == "http" else fresh.attempts // 4
+            # A new connection can still be lost now and then under a 6,000-11,000/s reconnect flood (its
+            # client's request not yet written when every other held connection is a flood client that
+            # has not written either). Runs of 2026-12-02 after the limiter stopped scanning only the 16
+            # oldest connections and the server started looking at silent ones for waiting bytes: plain
+            # HTTP 0 of 152, TLS 1 of 69 (before: 0-2 of 38-78 and 2-9 of 20-39). Bounded with room for a
+            # busier machine; Prometheus's own scrapes (above) must all succeed.
+            bound = fresh.attempts // 20 if scheme == "http" else fresh.attempts // 8
             self.assertLessEqual(len(fresh.failures), bound,
                                  f"new {scheme} connections mostly succeed: {fresh.failures}")
             # The attack was real: all the while, slow connections kept the agent at its cap (it had to

@@ -8,11 +8,37 @@ ConnectionLimiter::ConnectionLimiter(Options options) : options_(options) {
   if (options_.capacity == 0) options_.capacity = 1;
 }
 
+void ConnectionLimiter::Enqueue(Id id, const Entry& entry) {
+  switch (entry.state) {
+    case State::kServing:
+      ++serving_;
+      return;
+    case State::kIdle:
+      idle_.emplace(entry.since, id);
+      return;
+    case State::kHello:
+    case State::kHeader: {
+      Waiting& waiting = WaitingOf(entry.state);
+      (entry.received ? waiting.sent : waiting.silent).emplace(entry.since, id);
+      return;
+    }
+  }
+}
+
 void ConnectionLimiter::Unqueue(Id id, const Entry& entry) {
-  if (entry.state == State::kServing) {
-    --serving_;
-  } else {
-    QueueOf(entry.state).erase({entry.since, id});
+  switch (entry.state) {
+    case State::kServing:
+      --serving_;
+      return;
+    case State::kIdle:
+      idle_.erase({entry.since, id});
+      return;
+    case State::kHello:
+    case State::kHeader: {
+      Waiting& waiting = WaitingOf(entry.state);
+      (entry.received ? waiting.sent : waiting.silent).erase({entry.since, id});
+      return;
+    }
   }
 }
 
@@ -22,15 +48,15 @@ std::optional<std::pair<ConnectionLimiter::Id, ConnectionLimiter::State>> Connec
   // the slots turn over in milliseconds, and a scraper's hello or request may not have arrived by the time
   // its connection is the oldest.
   // Within a state only: every kHello connection still goes before any kHeader one.
-  for (const auto& [queue, state] :
+  for (const auto& [waiting, state] :
        {std::pair{&hello_, State::kHello}, std::pair{&header_, State::kHeader}}) {
-    if (queue->empty()) continue;
-    size_t scanned = 0;
-    for (const auto& [since, id] : *queue) {
-      if (++scanned > kFreshScan) break;
-      if (entries_.at(id).received || now_ - since >= kFreshGrace) return std::make_pair(id, state);
-    }
-    return std::make_pair(queue->begin()->second, state);  // all new and silent: the oldest
+    if (waiting->size() == 0) continue;
+    const Queue& sent = waiting->sent;
+    const Queue& silent = waiting->silent;
+    bool silent_past_grace = !silent.empty() && now_ - silent.begin()->first >= kFreshGrace;
+    if (!sent.empty() && (!silent_past_grace || *sent.begin() < *silent.begin()))
+      return std::make_pair(sent.begin()->second, state);
+    return std::make_pair(silent.begin()->second, state);  // past the grace, or all new and silent
   }
   if (!idle_.empty()) return std::make_pair(idle_.begin()->second, State::kIdle);
   return std::nullopt;
@@ -51,9 +77,29 @@ std::optional<ConnectionLimiter::Id> ConnectionLimiter::NextVictim() const {
   return victim->first;
 }
 
+bool ConnectionLimiter::IsSilent(Id id) const {
+  auto it = entries_.find(id);
+  return it != entries_.end() && !it->second.received &&
+         (it->second.state == State::kHello || it->second.state == State::kHeader);
+}
+
+std::vector<ConnectionLimiter::Id> ConnectionLimiter::OldestSilent(size_t limit) const {
+  std::vector<Id> ids;
+  for (const Waiting* waiting : {&hello_, &header_}) {
+    for (const auto& [since, id] : waiting->silent) {
+      if (ids.size() >= limit) return ids;
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
 void ConnectionLimiter::Received(Id id) {
   auto it = entries_.find(id);
-  if (it != entries_.end()) it->second.received = true;
+  if (it == entries_.end() || it->second.received) return;
+  Unqueue(id, it->second);
+  it->second.received = true;
+  Enqueue(id, it->second);
 }
 
 ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State state) {
@@ -64,8 +110,8 @@ ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State sta
     admission.evicted = EvictOne();
     if (!admission.evicted) return admission;
   }
-  entries_.emplace(id, Entry{state, now});
-  QueueOf(state).emplace(now, id);
+  Entry& entry = entries_.emplace(id, Entry{state, now}).first->second;
+  Enqueue(id, entry);
   admission.admitted = true;
   return admission;
 }
@@ -73,9 +119,9 @@ ConnectionLimiter::Admission ConnectionLimiter::Admit(Id id, Time now, State sta
 void ConnectionLimiter::HelloDone(Id id) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.state != State::kHello) return;
-  hello_.erase({it->second.since, id});
+  Unqueue(id, it->second);
   it->second.state = State::kHeader;
-  header_.emplace(it->second.since, id);
+  Enqueue(id, it->second);
 }
 
 void ConnectionLimiter::StartServing(Id id) {
@@ -83,15 +129,15 @@ void ConnectionLimiter::StartServing(Id id) {
   if (it == entries_.end() || it->second.state == State::kServing) return;
   Unqueue(id, it->second);
   it->second.state = State::kServing;
-  ++serving_;
+  Enqueue(id, it->second);
 }
 
 void ConnectionLimiter::FinishServing(Id id, Time now) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.state != State::kServing) return;
-  --serving_;
+  Unqueue(id, it->second);
   it->second = Entry{State::kIdle, now};
-  idle_.emplace(now, id);
+  Enqueue(id, it->second);
 }
 
 void ConnectionLimiter::Remove(Id id) {
@@ -112,8 +158,10 @@ ConnectionLimiter::Expired ConnectionLimiter::TakeExpired(Time now) {
       out.push_back(id);
     }
   };
-  take(hello_, options_.header_timeout, expired.header);
-  take(header_, options_.header_timeout, expired.header);
+  for (Waiting* waiting : {&hello_, &header_}) {
+    take(waiting->sent, options_.header_timeout, expired.header);
+    take(waiting->silent, options_.header_timeout, expired.header);
+  }
   take(idle_, options_.idle_timeout, expired.idle);
   return expired;
 }
@@ -125,8 +173,10 @@ std::optional<ConnectionLimiter::Time> ConnectionLimiter::NextDeadline() const {
     Time deadline = queue.begin()->first + timeout;
     if (!next || deadline < *next) next = deadline;
   };
-  consider(hello_, options_.header_timeout);
-  consider(header_, options_.header_timeout);
+  for (const Waiting* waiting : {&hello_, &header_}) {
+    consider(waiting->sent, options_.header_timeout);
+    consider(waiting->silent, options_.header_timeout);
+  }
   consider(idle_, options_.idle_timeout);
   return next;
 }

@@ -8,9 +8,9 @@
 //   kServing  a complete request is being answered.
 // At most `capacity` connections are held. A new connection at the cap evicts one that has sent the
 // least: the oldest in kHello, else the oldest in kHeader, else the oldest in kIdle; within kHello and
-// kHeader, one that has sent something (Received) or was accepted kFreshGrace ago goes before a
+// kHeader, one that has sent something (Received) or was accepted kFreshGrace ago goes before any
 // just-accepted one of the same state that has sent nothing yet (a scraper whose hello or request is on
-// its way). Only when
+// its way), however many of those there are. Only when
 // every held connection is serving is the new one refused. So a client that sends its request at once is
 // never evicted, a scraper's TLS handshake is not cut short by clients that stall in their hello, and a
 // scraper's keep-alive connection outlives any number of clients that never complete a request. A
@@ -84,6 +84,10 @@ class ConnectionLimiter {
   std::optional<std::pair<Id, State>> EvictOne();
   // The connection a new one would evict now, left in place; nullopt when none is evictable.
   std::optional<Id> NextVictim() const;
+  // A held kHello or kHeader connection that has sent nothing yet.
+  bool IsSilent(Id id) const;
+  // Up to `limit` of those, oldest first (kHello before kHeader, as they would be evicted).
+  std::vector<Id> OldestSilent(size_t limit) const;
 
   size_t size() const { return entries_.size(); }
   size_t count(State state) const;
@@ -95,23 +99,28 @@ class ConnectionLimiter {
     Time since;             // accepted (kHeader) or last response sent (kIdle)
     bool received = false;  // some of its request header arrived
   };
-  // How long a just-accepted connection that has sent nothing is spared, and how many of the oldest
-  // kHeader connections are looked at for one that can go instead.
+  // How long a just-accepted connection that has sent nothing is spared.
   static constexpr Duration kFreshGrace = std::chrono::milliseconds(500);
-  static constexpr size_t kFreshScan = 16;
   std::optional<std::pair<Id, State>> Victim() const;
   // (since, id) of the evictable connections of one state; deadlines follow the same order.
   using Queue = std::set<std::pair<Time, Id>>;
+  // The connections of a waiting state (kHello, kHeader), split by whether they sent anything: under a
+  // reconnect flood the silent ones pile up at the front of one accept-ordered queue (a flood client's
+  // bytes often come after its accept), and a scan of the oldest few would end on the scraper.
+  struct Waiting {
+    Queue sent;    // some bytes arrived
+    Queue silent;  // nothing yet
+    size_t size() const { return sent.size() + silent.size(); }
+  };
 
-  Queue& QueueOf(State state) {
-    return state == State::kHello ? hello_ : state == State::kHeader ? header_ : idle_;
-  }
+  Waiting& WaitingOf(State state) { return state == State::kHello ? hello_ : header_; }
+  void Enqueue(Id id, const Entry& entry);
   void Unqueue(Id id, const Entry& entry);
 
   Options options_;
   std::unordered_map<Id, Entry> entries_;
-  Queue hello_;
-  Queue header_;
+  Waiting hello_;
+  Waiting header_;
   Queue idle_;
   size_t serving_ = 0;
   Time now_{};  // the latest time given to Admit or TakeExpired

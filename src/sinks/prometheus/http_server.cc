@@ -54,6 +54,8 @@ constexpr uint64_t kWakeTag = 1;
 constexpr int kAcceptBatch = 16;
 // Would-be victims checked for bytes waiting before one is evicted for a new connection.
 constexpr int kVictimChecks = 8;
+// Silent connections looked at for bytes waiting when the one to go has sent nothing.
+constexpr size_t kSilentChecks = 16;
 // How long accepting pauses when the process is out of descriptors and nothing can be evicted.
 constexpr std::chrono::milliseconds kAcceptPause{50};
 
@@ -341,16 +343,32 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
 
 // Under a reconnect flood the slots turn over every few milliseconds, and a scraper's hello or request can
 // arrive after its connection's last read: oldest-first eviction would then pick exactly it. So before a
-// connection is evicted, one whose bytes are already waiting in the socket makes its progress first.
+// connection is evicted, one whose bytes are already waiting in the socket makes its progress first. When
+// the one to go has sent nothing (a flood whose clients' bytes come after their accept leaves only silent
+// connections held), a few of the next silent ones are looked at too: a flood client whose half header
+// is waiting becomes one that sent something, and goes instead of a scraper still writing its request.
 void HttpServer::AdvanceVictimsWithPendingBytes() {
+  auto has_pending = [this](uint64_t id) {
+    auto it = held_.find(id);
+    int pending = 0;
+    return it != held_.end() && ioctl(it->second->fd(), FIONREAD, &pending) == 0 && pending > 0;
+  };
   for (int i = 0; i < kVictimChecks && limiter_.size() >= limiter_.capacity(); ++i) {
     std::optional<uint64_t> victim = limiter_.NextVictim();
     if (!victim) return;
-    auto it = held_.find(*victim);
-    int pending = 0;
-    if (it == held_.end() || ioctl(it->second->fd(), FIONREAD, &pending) != 0 || pending <= 0) return;
-    OnReadable(*victim);
-    if (limiter_.NextVictim() == victim) return;  // still the first to go: its bytes did not complete a step
+    if (has_pending(*victim)) {
+      OnReadable(*victim);
+      if (limiter_.NextVictim() == victim)
+        return;  // still the first to go: its bytes did not complete a step
+      continue;
+    }
+    if (!limiter_.IsSilent(*victim)) return;
+    for (uint64_t id : limiter_.OldestSilent(kSilentChecks)) {
+      if (id == *victim || !has_pending(id)) continue;
+      OnReadable(id);  // it sent something now (or is served): no longer behind the silent victim
+      break;
+    }
+    if (limiter_.NextVictim() == victim) return;
   }
 }
 

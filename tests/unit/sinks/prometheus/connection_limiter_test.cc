@@ -264,5 +264,50 @@ TEST(ConnectionLimiter, WhenEveryWaitingConnectionIsSilentAndNewTheOldestStillGo
   EXPECT_EQ(limiter.Admit(4, t(0) + milliseconds(4)).evicted, Evicted(3, State::kHeader));
 }
 
+TEST(ConnectionLimiter, AnyNumberOfNewSilentConnectionsAheadOfOneThatSentDoesNotExposeTheOldest) {
+  // A reconnect flood whose clients' bytes come after their accept piles silent connections up at the
+  // front of the accept order; the scraper (id 1) is the oldest of them.
+  using std::chrono::milliseconds;
+  ConnectionLimiter limiter = Limiter(64);
+  for (ConnectionLimiter::Id id = 1; id <= 63; ++id) ASSERT_TRUE(limiter.Admit(id, t(0)).admitted);
+  ASSERT_TRUE(limiter.Admit(64, t(0) + milliseconds(1)).admitted);
+  limiter.Received(64);  // the one flood client whose half header was read
+  EXPECT_EQ(limiter.NextVictim(), 64u);
+  EXPECT_EQ(limiter.Admit(65, t(0) + milliseconds(2)).evicted, Evicted(64, State::kHeader));
+  // Past the grace, the oldest of either kind goes first.
+  limiter.Received(65);
+  EXPECT_EQ(limiter.Admit(66, t(1)).evicted, Evicted(1, State::kHeader));
+  EXPECT_EQ(limiter.count(State::kHeader), 64u);
+}
+
+TEST(ConnectionLimiter, TheSilentConnectionsAreListedInEvictionOrder) {
+  ConnectionLimiter limiter = Limiter(8);
+  ASSERT_TRUE(limiter.Admit(1, t(0)).admitted);
+  ASSERT_TRUE(limiter.Admit(2, t(1), State::kHello).admitted);
+  ASSERT_TRUE(limiter.Admit(3, t(2)).admitted);
+  ASSERT_TRUE(limiter.Admit(4, t(3)).admitted);
+  limiter.Received(3);
+  limiter.StartServing(4);
+  EXPECT_EQ(limiter.OldestSilent(8), (std::vector<ConnectionLimiter::Id>{2, 1}));
+  EXPECT_EQ(limiter.OldestSilent(1), (std::vector<ConnectionLimiter::Id>{2}));
+  EXPECT_TRUE(limiter.IsSilent(1));
+  EXPECT_FALSE(limiter.IsSilent(3));
+  EXPECT_FALSE(limiter.IsSilent(4));
+  EXPECT_FALSE(limiter.IsSilent(99));
+}
+
+TEST(ConnectionLimiter, ReceivingKeepsTheHeaderDeadlineFromAccept) {
+  ConnectionLimiter limiter = Limiter(4);
+  ASSERT_TRUE(limiter.Admit(1, t(0)).admitted);
+  ASSERT_TRUE(limiter.Admit(2, t(5)).admitted);
+  limiter.Received(1);
+  limiter.Received(1);  // twice is once
+  EXPECT_EQ(limiter.NextDeadline(), t(10));
+  ConnectionLimiter::Expired expired = limiter.TakeExpired(t(10));
+  EXPECT_EQ(expired.header, std::vector<ConnectionLimiter::Id>{1});
+  EXPECT_EQ(limiter.size(), 1u);
+  EXPECT_EQ(limiter.NextDeadline(), t(15));
+}
+
 }  // namespace
 }  // namespace gpuscope
