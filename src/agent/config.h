@@ -114,7 +114,7 @@ struct AgentConfig {
   std::string otlp_metrics_url;  // e.g. http://collector:4318/v1/metrics; empty: off
   std::chrono::milliseconds otlp_metrics_interval{15000};
   // OTLP traces: the training collector's spans are queued under <queue>/otlp_traces and sent.
-  std::string otlp_traces_url;  // e.g. http://collector:4318/v1/traces; empty: off
+  std::string otlp_traces_url;   // e.g. http://collector:4318/v1/traces; empty: off
   std::string sink_tls_ca_file;  // https: CAs to trust instead of the system store
   std::string queue_dir;         // empty: <events state dir>/queue
   int queue_max_mib = 256;

@@ -55,7 +55,7 @@ struct PushSinkEntry {
   bool reads_events = true;
   // For a sink that takes spans (OTLP traces): the created sink as the SpanExporter the agent hands the
   // collectors that make spans (training). Empty for the others.
-  std::function<SpanExporter*(PushSink& sink)> span_exporter;
+  std::function<SpanExporter*(PushSink& sink)> span_exporter = nullptr;
 };
 
 using EventSourceRegistry = NamedRegistry<EventSourceEntry>;

@@ -35,7 +35,8 @@ int64_t SystemNowNs() {
 }  // namespace
 
 TrainingCollector::TrainingCollector(TrainingCollectorOptions options)
-    : options_(std::move(options)), state_([&] {
+    : options_(std::move(options)),
+      state_([&] {
         TrainingStateOptions state = options_.state;
         if (state.hostname.empty()) state.hostname = options_.hostname;
         return state;

@@ -9,8 +9,8 @@
 namespace gpuscope {
 namespace {
 
-constexpr std::array<std::string_view, 7> kAlgos = {"tree", "ring",     "collnet_direct", "collnet_chain",
-                                                    "nvls", "nvls_tree", "pat"};
+constexpr std::array<std::string_view, 7> kAlgos = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 constexpr std::array<std::string_view, 3> kProtos = {"LL", "LL128", "Simple"};
 
 double Seconds(uint64_t begin_ns, uint64_t end_ns) {
@@ -33,7 +33,8 @@ double Median(const std::deque<double>& values) {
 
 // The union of the completed collectives' time within [begin, end): concurrent ones (DDP's buckets) count
 // once, as the training state counts time inside collectives.
-double InsideSeconds(const std::vector<const TrainingCollective*>& collectives, uint64_t begin, uint64_t end) {
+double InsideSeconds(const std::vector<const TrainingCollective*>& collectives, uint64_t begin,
+                     uint64_t end) {
   std::vector<std::pair<uint64_t, uint64_t>> within;
   for (const TrainingCollective* c : collectives) {
     if (c->end_ns == 0) continue;
@@ -182,8 +183,8 @@ std::vector<Span> TrainingSpans::TakeSpans(int64_t now_ns, std::string_view host
   return out;
 }
 
-void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& traced, std::string_view hostname,
-                          std::vector<Span>& out) {
+void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& traced,
+                          std::string_view hostname, std::vector<Span>& out) {
   const TrainingStep& step = traced.step;
   const std::string& job = key.first;
   const int32_t rank_number = key.second;
@@ -199,17 +200,19 @@ void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& tr
   size_t omitted = 0;
   if (within.size() > limit) {
     omitted = within.size() - limit;
-    const size_t past_step_limit = within.size() - std::min(within.size(), options_.max_collective_spans_per_step);
+    const size_t past_step_limit =
+        within.size() - std::min(within.size(), options_.max_collective_spans_per_step);
     dropped_step_limit_ += past_step_limit;
     dropped_rate_limit_ += omitted - past_step_limit;
-    std::stable_sort(within.begin(), within.end(), [&](const TrainingCollective* a, const TrainingCollective* b) {
-      return DurationNs(*a, step.end_ns) > DurationNs(*b, step.end_ns);
-    });
+    std::stable_sort(within.begin(), within.end(),
+                     [&](const TrainingCollective* a, const TrainingCollective* b) {
+                       return DurationNs(*a, step.end_ns) > DurationNs(*b, step.end_ns);
+                     });
     within.resize(limit);
   }
-  std::stable_sort(within.begin(), within.end(), [](const TrainingCollective* a, const TrainingCollective* b) {
-    return a->begin_ns < b->begin_ns;
-  });
+  std::stable_sort(
+      within.begin(), within.end(),
+      [](const TrainingCollective* a, const TrainingCollective* b) { return a->begin_ns < b->begin_ns; });
 
   const TraceId trace = TrainingStepTraceId(job, step.step);
   const SpanId step_span = TrainingStepSpanId(job, step.step, rank_number);
@@ -229,7 +232,8 @@ void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& tr
   const double seconds = Seconds(step.begin_ns, step.end_ns);
   s.attributes.push_back({"gpuscope.compute_seconds", seconds - inside});
   s.attributes.push_back({"gpuscope.collective_seconds", inside});
-  if (traced.median_seconds > 0) s.attributes.push_back({"gpuscope.median_step_seconds", traced.median_seconds});
+  if (traced.median_seconds > 0)
+    s.attributes.push_back({"gpuscope.median_step_seconds", traced.median_seconds});
   s.attributes.push_back({"gpuscope.traced", std::string(traced.slow ? "slow" : "all")});
   s.attributes.push_back({"gpuscope.collectives", static_cast<int64_t>(within.size() + omitted)});
   if (omitted > 0) s.attributes.push_back({"gpuscope.collectives_omitted", static_cast<int64_t>(omitted)});

@@ -91,9 +91,9 @@ class TrainingSpans {
   struct Rank {
     std::string gpu, uuid;
     int64_t last_seen_ns = 0;
-    std::deque<double> step_seconds;  // the last baseline_steps steps
-    std::deque<TrainingCollective> collectives;  // in arrival order of their first record
-    uint64_t front_serial = 0;                   // serial number of collectives.front()
+    std::deque<double> step_seconds;                            // the last baseline_steps steps
+    std::deque<TrainingCollective> collectives;                 // in arrival order of their first record
+    uint64_t front_serial = 0;                                  // serial number of collectives.front()
     std::map<std::pair<uint64_t, uint64_t>, uint64_t> serials;  // (comm, seq) -> serial, to merge completions
     std::deque<TracedStep> waiting;
     uint64_t decided_to_ns = 0;  // end of the latest step decided

@@ -15,7 +15,9 @@ using protowire::AppendVarintField;
 
 constexpr uint64_t kSpanKindInternal = 1;
 
-std::string_view Bytes(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
+std::string_view Bytes(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
 
 // AnyValue { string string_value = 1; int64 int_value = 3; double double_value = 4; }
 std::string EncodeAnyValue(const SpanAttribute& attribute) {

@@ -100,16 +100,20 @@ std::vector<MetricFamily> OtlpTracesSink::Metrics() const {
   std::vector<MetricFamily> out;
   MutexLock lock(&mu_);
   if (sender_ == nullptr) {  // not started: the families, without samples
-    for (const MetricDescription& d : PushSender::Describe()) out.push_back({d.name, d.help, d.type, d.unit, {}});
-    for (const MetricDescription& d : DurableQueue::Describe()) out.push_back({d.name, d.help, d.type, d.unit, {}});
+    for (const MetricDescription& d : PushSender::Describe())
+      out.push_back({d.name, d.help, d.type, d.unit, {}});
+    for (const MetricDescription& d : DurableQueue::Describe())
+      out.push_back({d.name, d.help, d.type, d.unit, {}});
   } else {
     out = sender_->Metrics();
     for (MetricFamily& f : queue_->Metrics(std::string(kConsumer))) out.push_back(std::move(f));
   }
   const MetricDescription d = UnqueuedDescription();
   MetricFamily unqueued{d.name, d.help, d.type, d.unit, {}};
-  unqueued.samples.emplace_back(Labels{{"reason", "not_started"}}, static_cast<double>(unqueued_not_started_));
-  unqueued.samples.emplace_back(Labels{{"reason", "queue_error"}}, static_cast<double>(unqueued_queue_error_));
+  unqueued.samples.emplace_back(Labels{{"reason", "not_started"}},
+                                static_cast<double>(unqueued_not_started_));
+  unqueued.samples.emplace_back(Labels{{"reason", "queue_error"}},
+                                static_cast<double>(unqueued_queue_error_));
   out.push_back(std::move(unqueued));
   return out;
 }

@@ -183,8 +183,9 @@ TEST(TrainingSpans, SpansWaitTheGraceForCompletionsSentAfterTheStepRecord) {
   EXPECT_EQ(out[1].end_unix_ns, end);
   EXPECT_EQ(out[2].span_id, TrainingCollectiveSpanId("4242", 3, kComm, 2));
   EXPECT_EQ(out[2].status, SpanStatusCode::kError);
-  EXPECT_EQ(out[2].status_message, "entered, no completion reported by 2000 ms after the step ended (the span "
-                                   "ends with the step)");
+  EXPECT_EQ(out[2].status_message,
+            "entered, no completion reported by 2000 ms after the step ended (the span "
+            "ends with the step)");
   EXPECT_EQ(out[2].end_unix_ns, end);
   // Only the completed collective's time is inside collectives.
   EXPECT_NEAR(std::get<double>(Attributes(out[0])["gpuscope.collective_seconds"]), 0.5, 1e-9);
@@ -216,7 +217,8 @@ TEST(TrainingSpans, AStepKeepsItsLongestCollectivesUpToTheSpansPerStep) {
   // Five collectives of 10, 50, 20, 40 and 30 ms.
   const uint64_t ms = 1'000'000;
   const uint64_t lengths[] = {10, 50, 20, 40, 30};
-  for (uint64_t i = 0; i < 5; ++i) d.collectives.push_back(AllReduce(i, kT0 + i * 100 * ms, kT0 + (i * 100 + lengths[i]) * ms));
+  for (uint64_t i = 0; i < 5; ++i)
+    d.collectives.push_back(AllReduce(i, kT0 + i * 100 * ms, kT0 + (i * 100 + lengths[i]) * ms));
   d.steps.push_back({0, kT0, kT0 + kSecond, 1});
   spans.Apply(Rank3(), d, static_cast<int64_t>(kT0 + kSecond));
   const std::vector<Span> out = spans.TakeSpans(static_cast<int64_t>(kT0) + 4 * kSecond, "n");
@@ -235,7 +237,8 @@ TEST(TrainingSpans, MemoryPerRankIsBoundedAndASilentRankIsForgotten) {
   options.collectives_kept = 4;
   TrainingSpans spans(options);
   TrainingDatagram d;
-  for (uint64_t i = 0; i < 100; ++i) d.collectives.push_back(AllReduce(i, kT0 + i * 1000, kT0 + i * 1000 + 500));
+  for (uint64_t i = 0; i < 100; ++i)
+    d.collectives.push_back(AllReduce(i, kT0 + i * 1000, kT0 + i * 1000 + 500));
   d.steps.push_back({0, kT0, kT0 + kSecond, 1});
   spans.Apply(Rank3(), d, static_cast<int64_t>(kT0 + kSecond));
   const std::vector<Span> out = spans.TakeSpans(static_cast<int64_t>(kT0) + 4 * kSecond, "n");

@@ -123,7 +123,8 @@ TEST_F(OtlpTracesSinkTest, SpansQueuedWhileRefusedOrStoppedArriveOnceInOrderAtV1
   o.max_backoff = std::chrono::milliseconds(50);
   sink_ = std::make_unique<OtlpTracesSink>(std::move(o));
   sink_->Export({NumberedSpan(9), NumberedSpan(9)});  // before Start: counted
-  EXPECT_EQ(Sample(sink_->Metrics(), "gpuscope_otlp_traces_unqueued_spans_total", {{"reason", "not_started"}}), 2);
+  EXPECT_EQ(
+      Sample(sink_->Metrics(), "gpuscope_otlp_traces_unqueued_spans_total", {{"reason", "not_started"}}), 2);
 
   ASSERT_TRUE(sink_->Start().ok());
   sink_->Export({NumberedSpan(1), NumberedSpan(2)});
@@ -148,8 +149,9 @@ TEST_F(OtlpTracesSinkTest, SpansQueuedWhileRefusedOrStoppedArriveOnceInOrderAtV1
     }
     return delivered.size() >= 3;
   }));
-  EXPECT_EQ(delivered, (std::vector<std::string>{EncodeOtlpSpan(NumberedSpan(1)), EncodeOtlpSpan(NumberedSpan(2)),
-                                                 EncodeOtlpSpan(NumberedSpan(3))}));
+  EXPECT_EQ(delivered,
+            (std::vector<std::string>{EncodeOtlpSpan(NumberedSpan(1)), EncodeOtlpSpan(NumberedSpan(2)),
+                                      EncodeOtlpSpan(NumberedSpan(3))}));
   EXPECT_EQ(resource, EncodeOtlpResource({{"service.name", "gpuscope-agent"}, {"host.name", "n1"}}));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -160,8 +162,9 @@ TEST_F(OtlpTracesSinkTest, SpansQueuedWhileRefusedOrStoppedArriveOnceInOrderAtV1
     // The whole request is the encoder's (scope = the agent and its version).
     EXPECT_EQ(delivered_[0].body,
               EncodeOtlpTracesRequest({{"service.name", "gpuscope-agent"}, {"host.name", "n1"}}, "gpuscope",
-                                      Version(), {EncodeOtlpSpan(NumberedSpan(1)), EncodeOtlpSpan(NumberedSpan(2)),
-                                                  EncodeOtlpSpan(NumberedSpan(3))}));
+                                      Version(),
+                                      {EncodeOtlpSpan(NumberedSpan(1)), EncodeOtlpSpan(NumberedSpan(2)),
+                                       EncodeOtlpSpan(NumberedSpan(3))}));
   }
   // Records are spans: 3 sent by this start's sender, 3 appended to the queue, none pending.
   ASSERT_TRUE(Eventually([&] {

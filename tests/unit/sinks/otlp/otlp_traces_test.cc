@@ -74,7 +74,8 @@ std::vector<Span> SampleSpans() {
   step.name = "train.step";
   step.start_unix_ns = 1'700'000'000'000'000'000ull;
   step.end_unix_ns = 1'700'000'002'500'000'000ull;
-  step.attributes = {{"hpc_job", std::string("4242")}, {"rank", int64_t{3}}, {"gpuscope.compute_seconds", 1.5}};
+  step.attributes = {
+      {"hpc_job", std::string("4242")}, {"rank", int64_t{3}}, {"gpuscope.compute_seconds", 1.5}};
   Span child;
   child.trace_id = step.trace_id;
   child.parent_span_id = step.span_id;
@@ -92,16 +93,17 @@ TEST(WireOtlpTraces, TheRequestHasEverySpanFieldAtItsNumber) {
   const std::vector<Span> spans = SampleSpans();
   std::vector<std::string> encoded;
   for (const Span& span : spans) encoded.push_back(EncodeOtlpSpan(span));
-  const std::string body =
-      EncodeOtlpTracesRequest({{"service.name", "gpuscope-agent"}, {"host.name", "n1"}}, "gpuscope", "1.2.3", encoded);
+  const std::string body = EncodeOtlpTracesRequest({{"service.name", "gpuscope-agent"}, {"host.name", "n1"}},
+                                                   "gpuscope", "1.2.3", encoded);
 
   const auto request = MustParse(body);  // ExportTraceServiceRequest
   ASSERT_EQ(request.size(), 1u);
   const auto resource_spans = MustParse(One(request, 1, 2).bytes);  // resource_spans = 1
   ASSERT_EQ(resource_spans.size(), 2u);
   const auto resource = MustParse(One(resource_spans, 1, 2).bytes);  // ResourceSpans.resource = 1
-  EXPECT_EQ(DecodeAttributes(FieldsNumbered(resource, 1)),
-            (std::map<std::string, std::string>{{"service.name", "s:gpuscope-agent"}, {"host.name", "s:n1"}}));
+  EXPECT_EQ(
+      DecodeAttributes(FieldsNumbered(resource, 1)),
+      (std::map<std::string, std::string>{{"service.name", "s:gpuscope-agent"}, {"host.name", "s:n1"}}));
   const auto scope_spans = MustParse(One(resource_spans, 2, 2).bytes);  // scope_spans = 2
   const auto scope = MustParse(One(scope_spans, 1, 2).bytes);           // ScopeSpans.scope = 1
   EXPECT_EQ(One(scope, 1, 2).bytes, "gpuscope");
@@ -127,7 +129,8 @@ TEST(WireOtlpTraces, TheRequestHasEverySpanFieldAtItsNumber) {
   EXPECT_EQ(Hex(One(child, 2, 2).bytes), "2021222324252627");
   EXPECT_EQ(Hex(One(child, 4, 2).bytes), "1011121314151617");  // parent_span_id: the step
   EXPECT_EQ(One(child, 5, 2).bytes, "collective.all_reduce\xef\xbf\xbd");
-  EXPECT_EQ(DecodeAttributes(FieldsNumbered(child, 9)), (std::map<std::string, std::string>{{"bytes", "i:-1"}}));
+  EXPECT_EQ(DecodeAttributes(FieldsNumbered(child, 9)),
+            (std::map<std::string, std::string>{{"bytes", "i:-1"}}));
   const auto status = MustParse(One(child, 15, 2).bytes);  // Status{message = 2, code = 3}
   EXPECT_EQ(One(status, 2, 2).bytes, "entered, no completion");
   EXPECT_EQ(One(status, 3, 0).scalar, 2u);  // STATUS_CODE_ERROR
