@@ -9,8 +9,8 @@
 
 #include "src/agent/config.h"
 #include "src/agent/registry.h"
-#include "src/collectors/training/training_spans.h"
 #include "src/attribution/mapping_dir_source.h"
+#include "src/collectors/training/training_spans.h"
 #include "src/events/event.h"
 
 namespace gpuscope {
