@@ -387,9 +387,11 @@ class Fleet:
 
 
 def slow_steps_table(steps, limit=1):
-    """The newest traced slow steps, a line per rank, for the demo's printout."""
+    """The newest traced slow steps that every rank seen has reported (the newest step may still lack a
+    rank whose spans wait for their grace), a line per rank, for the demo's printout."""
+    most = max((len(ranks) for _, _, ranks in steps), default=0)
     lines = []
-    for job, step, ranks in steps[:limit]:
+    for job, step, ranks in [s for s in steps if len(s[2]) == most][:limit]:
         lines.append(f"  job {job} step {step}:")
         for rank, host, gpu, seconds, compute, inside, collectives in ranks:
             names = ", ".join(f"{name} {s:.3f} s" for name, s in collectives) or "no collectives"
