@@ -168,8 +168,10 @@ std::vector<Span> TrainingSpans::TakeSpans(int64_t now_ns, std::string_view host
   std::vector<Span> out;
   for (auto it = ranks_.begin(); it != ranks_.end();) {
     Rank& rank = it->second;
-    while (!rank.waiting.empty() &&
-           static_cast<int64_t>(rank.waiting.front().step.end_ns) + options_.completion_grace_ns <= now_ns) {
+    // Past the grace: now - grace >= end (written so that no producer's time can overflow it).
+    const int64_t graced = now_ns - options_.completion_grace_ns;
+    while (!rank.waiting.empty() && graced >= 0 &&
+           rank.waiting.front().step.end_ns <= static_cast<uint64_t>(graced)) {
       Build(it->first, rank, rank.waiting.front(), hostname, out);
       rank.waiting.pop_front();
     }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <variant>
@@ -247,6 +248,20 @@ TEST(TrainingSpans, MemoryPerRankIsBoundedAndASilentRankIsForgotten) {
   EXPECT_EQ(spans.ranks(), 1u);
   spans.TakeSpans(static_cast<int64_t>(kT0) + 700 * kSecond, "n");
   EXPECT_EQ(spans.ranks(), 0u);
+}
+
+TEST(TrainingSpans, AStepStampedAtTheEndOfTimeWaitsOnItsOwnRankOnlyAndOverflowsNothing) {
+  TrainingSpansOptions options;
+  options.traces = TrainingTraces::kAll;
+  TrainingSpans spans(options);
+  TrainingDatagram hostile;
+  hostile.collectives.push_back(AllReduce(0, kT0, UINT64_MAX));
+  hostile.steps.push_back({0, kT0, UINT64_MAX, 1});
+  spans.Apply(TrainingIdentity{"4242", 0, "0", "GPU-0"}, hostile, static_cast<int64_t>(kT0));
+  spans.Apply(Rank3(), Step(0, kT0, 1.0), static_cast<int64_t>(kT0 + kSecond));
+  const std::vector<Span> out = spans.TakeSpans(static_cast<int64_t>(kT0) + 4 * kSecond, "n");
+  ASSERT_EQ(out.size(), 2u);  // rank 3's step and its all-reduce; rank 0's step waits for its end
+  EXPECT_EQ(out[0].span_id, TrainingStepSpanId("4242", 0, 3));
 }
 
 TEST(TrainingSpans, TracesWordsParseAndNcclCodesHaveNames) {
