@@ -79,7 +79,7 @@ std::string_view TrainingSpans::ProtoName(uint8_t proto) {
   return proto >= 1 && proto <= kProtos.size() ? kProtos[proto - 1] : "";
 }
 
-TrainingSpans::TrainingSpans(TrainingSpansOptions options) : options_(std::move(options)) {
+TrainingSpans::TrainingSpans(TrainingSpansOptions options) : options_(options) {
   options_.baseline_steps = std::max<size_t>(options_.baseline_steps, 1);
   options_.min_baseline_steps = std::clamp<size_t>(options_.min_baseline_steps, 1, options_.baseline_steps);
   options_.collectives_kept = std::max<size_t>(options_.collectives_kept, 1);
