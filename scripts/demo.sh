@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo stack on loopback, from an existing build: a simulated GPU fleet (one gpuscope-agent per node,
 # each on a shipped scenario with its own Hostname and Slurm job), Prometheus with the mixin's recording
-# and alerting rules, Alertmanager with its routes and inhibitions, and a webhook receiver that logs every
-# notification. Prints the URLs, the notifications as they arrive and, after a few minutes, the firing
-# alerts. Ctrl-C stops everything and removes the temporary files.
+# and alerting rules, Alertmanager with its routes and inhibitions, a webhook receiver that logs every
+# notification, and, when the build found the OpenTelemetry Collector peer (scripts/build-peers.sh), a
+# Collector receiving the training node's traces into a file. Prints the URLs, the notifications as they
+# arrive and, after a few minutes, the firing alerts and the latest traced slow training step. Ctrl-C stops
+# everything and removes the temporary files.
 # Usage: scripts/demo.sh [--build DIR] [--fast] [--speed N] [--alerts-after SECONDS] [--once]
 #   --build DIR  build folder with gpuscope-agent and the simulator (default build/; scripts/run.sh builds it)
 #   --fast       the mixin with every for:/window shrunk to seconds (as the integration tests use it), so
@@ -29,6 +31,9 @@ done
 for tool in prometheus prometheus-alertmanager; do
   command -v "$tool" >/dev/null || { echo "demo: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
 done
+# The Collector the integration tests use, as the build's configure step found it (cmake/GpuscopePeers.cmake).
+otelcol=$(sed -n 's/^GPUSCOPE_OTELCOL_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+[ -x "$otelcol" ] && args+=(--otelcol "$otelcol")
 
 # Every process of the stack and every temporary file lives under one process group and one folder.
 tmp=$(mktemp -d -t gpuscope-demo.XXXXXX)

@@ -102,15 +102,16 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
   return sources;
 }
 
-// Adds the attribution sources' collector and every enabled built-in collector to `scheduler`.
+// Adds the attribution sources' collector and every enabled built-in collector to `scheduler`; `spans`
+// (may be null) takes the spans of the collectors that make them.
 void AddCollectors(const AgentConfig& config, NodeState& node, const AttributionSources& attribution,
-                   Scheduler& scheduler) {
+                   SpanExporter* spans, Scheduler& scheduler) {
   if (attribution.mapping || attribution.slurm) {
     scheduler.Add(
         std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
         std::chrono::seconds(5));
   }
-  CollectorContext context{&node};
+  CollectorContext context{&node, spans};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
@@ -222,19 +223,23 @@ int RunAgent(const AgentConfig& config) {
   // Declared before the scheduler: its attribution collector points at them.
   AttributionSources attribution = StartAttribution(config, node);
   SnapshotStore store;
+  // Created before the collectors, which hand their spans to its traces sink, and declared before the
+  // scheduler, so that it outlives them. --once sends nothing.
+  std::unique_ptr<EventPath> events;
+  if (!config.once) {
+    Status status = CreateEventPath(config, node, store, &events);
+    if (!status.ok()) {
+      Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
+      return 1;
+    }
+  }
   Scheduler scheduler(&store);
   // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
   // memory shows what the agent holds, not its high-water mark.
   scheduler.SetAfterCycle(ReleaseFreedMemory);
-  AddCollectors(config, node, attribution, scheduler);
+  AddCollectors(config, node, attribution, events ? events->spans() : nullptr, scheduler);
   if (config.once) return RunCyclesOnce(config, scheduler, store, attribution);
 
-  std::unique_ptr<EventPath> events;
-  Status status = CreateEventPath(config, node, store, &events);
-  if (!status.ok()) {
-    Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
-    return 1;
-  }
   if (events) scheduler.Add(events->MakeCollector(), std::chrono::seconds(5));
   return Serve(config, store, scheduler, events.get(), attribution);
 }

@@ -82,6 +82,7 @@ struct AgentConfig {
   // training collector (off by default until the mixin uses it): the ranks' own timing
   std::string training_socket = "/run/gpuscope/training.sock";
   std::chrono::milliseconds training_hang_after{60000};
+  std::string training_traces = "slow";  // slow, all, off: which steps become spans (with a traces sink)
   // textfile collector: *.prom files of site scripts (node_exporter's --collector.textfile.directory)
   std::string textfile_directory;  // empty: nothing read
   int textfile_max_file_kib = 4096;
@@ -112,6 +113,8 @@ struct AgentConfig {
   // OTLP metrics: every interval the current snapshot is queued under <queue>/otlp_metrics and sent.
   std::string otlp_metrics_url;  // e.g. http://collector:4318/v1/metrics; empty: off
   std::chrono::milliseconds otlp_metrics_interval{15000};
+  // OTLP traces: the training collector's spans are queued under <queue>/otlp_traces and sent.
+  std::string otlp_traces_url;   // e.g. http://collector:4318/v1/traces; empty: off
   std::string sink_tls_ca_file;  // https: CAs to trust instead of the system store
   std::string queue_dir;         // empty: <events state dir>/queue
   int queue_max_mib = 256;

@@ -9,6 +9,7 @@
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "src/sinks/otlp/otlp_metrics_sink.h"
+#include "src/sinks/otlp/otlp_traces_sink.h"
 #include "src/sinks/push/push_sender.h"
 #include "src/sinks/remote_write/remote_write_sink.h"
 
@@ -193,6 +194,25 @@ PushSinkEntry OtlpMetricsSinkEntry() {
   return entry;
 }
 
+PushSinkEntry OtlpTracesSinkEntry() {
+  PushSinkEntry entry{
+      "otlp_traces", "the training collector's spans (--training.traces) as OTLP/HTTP traces",
+      [](const AgentConfig& config) { return !config.otlp_traces_url.empty(); },
+      [](const AgentConfig& config, const PushSinkContext& context) -> std::unique_ptr<PushSink> {
+        OtlpTracesOptions o;
+        o.endpoint = OtlpEndpoint(config, config.otlp_traces_url);
+        o.resource_attributes = {{"service.name", "gpuscope-agent"},
+                                 {"host.name", std::string(context.host)}};
+        o.queue_directory = MetricsQueueDirectory(config, "otlp_traces");
+        o.queue_max_bytes = static_cast<uint64_t>(config.queue_max_mib) << 20;
+        return std::make_unique<OtlpTracesSink>(std::move(o));
+      },
+      &OtlpTracesSink::Describe};
+  entry.reads_events = false;
+  entry.span_exporter = [](PushSink& sink) -> SpanExporter* { return &static_cast<OtlpTracesSink&>(sink); };
+  return entry;
+}
+
 PushSinkEntry RemoteWriteSinkEntry() {
   PushSinkEntry entry{
       "remote_write", "the metrics by Prometheus remote_write 1.0 or 2.0, every --sink.remote-write.interval",
@@ -241,6 +261,7 @@ const PushSinkRegistry& BuiltinPushSinks() {
     MustRegister(r, OtlpSinkEntry());
     MustRegister(r, RemoteWriteSinkEntry());
     MustRegister(r, OtlpMetricsSinkEntry());
+    MustRegister(r, OtlpTracesSinkEntry());
     return r;
   }();
   return registry;

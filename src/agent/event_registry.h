@@ -16,6 +16,7 @@
 #include "src/agent/config.h"
 #include "src/agent/named_registry.h"
 #include "src/core/metric.h"
+#include "src/core/span.h"
 #include "src/events/event_source.h"
 #include "src/sinks/push_sink.h"
 
@@ -52,6 +53,9 @@ struct PushSinkEntry {
   std::function<std::vector<MetricDescription>()> describe;  // families of the sink (may repeat a peer's)
   // Whether the sink reads the events' queue (a consumer of it); a metrics sink keeps a queue of its own.
   bool reads_events = true;
+  // For a sink that takes spans (OTLP traces): the created sink as the SpanExporter the agent hands the
+  // collectors that make spans (training). Empty for the others.
+  std::function<SpanExporter*(PushSink& sink)> span_exporter = nullptr;
 };
 
 using EventSourceRegistry = NamedRegistry<EventSourceEntry>;

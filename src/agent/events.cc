@@ -76,7 +76,10 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     if (!status.ok()) return Status::Unavailable("event queue " + q.directory + ": " + status.message());
   }
   const PushSinkContext context{out->queue_.get(), snapshots, host};
-  for (const PushSinkEntry* entry : sinks) out->sinks_.push_back(entry->create(config, context));
+  for (const PushSinkEntry* entry : sinks) {
+    out->sinks_.push_back(entry->create(config, context));
+    if (entry->span_exporter) out->spans_ = entry->span_exporter(*out->sinks_.back());
+  }
 
   if (!sources.empty()) {
     if (!config.events_state_dir.empty()) {  // the sources' checkpoints

@@ -22,6 +22,7 @@ class GpuDirectory;
 class JobTable;
 class PushSink;
 class SnapshotStore;
+class SpanExporter;
 class XidLedger;
 
 class EventPath {
@@ -41,6 +42,9 @@ class EventPath {
 
   // The "events" collector: pipeline, queue and sink metrics.
   std::unique_ptr<Collector> MakeCollector();
+  // The enabled sink that takes spans (OTLP traces), for the collectors that make them; null when none.
+  // Valid as long as the path.
+  SpanExporter* spans() const { return spans_; }
   // Every family that collector may emit, with every registered source and sink (for the docs).
   static std::vector<MetricDescription> Describe();
   // What that collector covers, naming every registered source and sink (for the docs).
@@ -50,6 +54,7 @@ class EventPath {
   EventPath() = default;
   std::unique_ptr<DurableQueue> queue_;
   std::vector<std::unique_ptr<PushSink>> sinks_;
+  SpanExporter* spans_ = nullptr;
   std::unique_ptr<EventPipeline> pipeline_;
 };
 

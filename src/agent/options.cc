@@ -15,6 +15,7 @@ constexpr std::string_view kLokiFormats[] = {"protobuf", "json"};
 constexpr std::string_view kRemoteWriteProtocols[] = {"1.0", "2.0", "auto"};
 constexpr std::string_view kLogLevels[] = {"debug", "info", "warn", "error"};
 constexpr std::string_view kLogFormats[] = {"logfmt", "json"};
+constexpr std::string_view kTrainingTraces[] = {"slow", "all", "off"};
 
 constexpr std::string_view HostPort(std::string_view value) {
   return value.find(':') == std::string_view::npos ? "must be host:port or :port" : "";
@@ -200,6 +201,12 @@ constexpr OptionSpec kOptions[] = {
      .flag = "training.hang-after",
      .field = &AgentConfig::training_hang_after,
      .help = "A rank behind another on a communicator that has not advanced for this long is hung."},
+    {.yaml = "training.traces",
+     .flag = "training.traces",
+     .field = &AgentConfig::training_traces,
+     .help = "Which steps become OTLP spans (with sink.otlp.traces-url): slow (longer than 1.5x the rank's "
+             "median of its last 20 steps), all, or off; at most 1000 spans a second.",
+     .choices = kTrainingTraces},
     {.yaml = "textfile.directory",
      .flag = "collector.textfile.directory",
      .field = &AgentConfig::textfile_directory,
@@ -288,17 +295,25 @@ constexpr OptionSpec kOptions[] = {
      .flag = "sink.otlp.metrics-interval",
      .field = &AgentConfig::otlp_metrics_interval,
      .help = "How often the current metrics are queued for OTLP."},
+    {.yaml = "sinks.otlp.traces_url",
+     .flag = "sink.otlp.traces-url",
+     .field = &AgentConfig::otlp_traces_url,
+     .help = "Push the training collector's spans (training.traces) as OTLP/HTTP traces to this URL, usually "
+             "the collector of sink.otlp.url with /v1/traces (e.g. http://collector:4318/v1/traces).",
+     .default_text = "off",
+     .check = HttpUrl},
     {.yaml = "sinks.otlp.headers",
      .flag = "sink.otlp.header",
      .field = &AgentConfig::otlp_headers,
-     .help = "Name=value of a header sent with every OTLP request, logs and metrics (an API key, a tenant); "
-             "repeatable. OTEL_EXPORTER_OTLP_HEADERS is not read: the agent's flags and file say it all.",
+     .help = "Name=value of a header sent with every OTLP request, logs, metrics and traces (an API key, a "
+             "tenant); repeatable. OTEL_EXPORTER_OTLP_HEADERS is not read: the agent's flags and file say it "
+             "all.",
      .default_text = "none",
      .check = HeaderPair},
     {.yaml = "sinks.otlp.basic_auth.username",
      .flag = "sink.otlp.basic-auth.username",
      .field = &AgentConfig::otlp_basic_auth_username,
-     .help = "HTTP basic auth user for OTLP logs and metrics (with the password file).",
+     .help = "HTTP basic auth user for OTLP logs, metrics and traces (with the password file).",
      .default_text = "none"},
     {.yaml = "sinks.otlp.basic_auth.password_file",
      .flag = "sink.otlp.basic-auth.password-file",
@@ -308,7 +323,7 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "sinks.otlp.bearer_token_file",
      .flag = "sink.otlp.bearer-token-file",
      .field = &AgentConfig::otlp_bearer_token_file,
-     .help = "File holding a bearer token for OTLP logs and metrics, read again for every request.",
+     .help = "File holding a bearer token for OTLP logs, metrics and traces, read again for every request.",
      .default_text = "none"},
     {.yaml = "sinks.otlp.tls.cert_file",
      .flag = "sink.otlp.tls.cert-file",
@@ -328,15 +343,14 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "sinks.queue.directory",
      .flag = "sink.queue.directory",
      .field = &AgentConfig::queue_dir,
-     .help = "The push sinks' durable queue (remote_write's and OTLP metrics' in their remote_write and "
-             "otlp_metrics subdirectories).",
+     .help = "The push sinks' durable queue (remote_write's, OTLP metrics' and OTLP traces' in their "
+             "remote_write, otlp_metrics and otlp_traces subdirectories).",
      .default_text = "<events.state_dir>/queue"},
     {.yaml = "sinks.queue.max_mib",
      .flag = "sink.queue.max-mib",
      .field = &AgentConfig::queue_max_mib,
-     .help = "Bound on the queue's disk use in MiB (the events', remote_write's and OTLP metrics' each); the "
-             "oldest records "
-             "go first.",
+     .help = "Bound on the queue's disk use in MiB (the events', remote_write's, OTLP metrics' and OTLP "
+             "traces' each); the oldest records go first.",
      .min = 1},
     {.yaml = "sinks.remote_write.urls",
      .flag = "sink.remote-write.url",

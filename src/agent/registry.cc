@@ -106,6 +106,9 @@ CollectorRegistry MakeBuiltins() {
            options.hostname = config.hostname;
            options.state.hang_after_ns =
                std::chrono::duration_cast<std::chrono::nanoseconds>(config.training_hang_after).count();
+           options.spans = context.spans;
+           options.traces.traces =
+               ParseTrainingTraces(config.training_traces).value_or(TrainingTraces::kSlow);
            return std::make_unique<TrainingCollector>(options);
          }});
   }

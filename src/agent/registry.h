@@ -19,12 +19,15 @@
 namespace gpuscope {
 
 class NodeState;
+class SpanExporter;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
   // The node's shared facts (GPU inventory, JobTable, GPU processes, XID ledger); never null when
   // created by the agent, and outlives the collectors.
   NodeState* node = nullptr;
+  // Where collectors that make spans (training) hand them: the OTLP traces sink; null without one.
+  SpanExporter* spans = nullptr;
 };
 
 struct CollectorEntry {

@@ -1,10 +1,11 @@
 """A simulated GPU fleet on loopback: several gpuscope-agent processes on the NVML simulator (one per node,
 each with its own scenario, Hostname, Slurm job mapping files and kernel log), a real Prometheus scraping
-them with the mixin's rules, a real Alertmanager with the mixin's routes, and a webhook receiver that
-records every notification. Used by the alerting and dashboard integration tests and by the demo
-(scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py.
+them with the mixin's rules, a real Alertmanager with the mixin's routes, a webhook receiver that
+records every notification, and (given its binary) an OpenTelemetry Collector that receives the training
+nodes' traces into a file. Used by the alerting and dashboard integration tests and by the demo
+(scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py and peers.py.
 
-    fleet.py demo --agent A --sim S [--rules-dir D] [--speed N] [--alerts-after S]
+    fleet.py demo --agent A --sim S [--otelcol C] [--rules-dir D] [--speed N] [--alerts-after S]
 """
 
 import argparse
@@ -26,6 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import peers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
@@ -243,15 +245,19 @@ def port_if_free(port):
 
 
 class Fleet:
-    """Starts the nodes' agents, then Alertmanager (when alertmanager_config is given) with its webhooks
-    pointing at a WebhookReceiver, then Prometheus scraping every agent as job="gpuscope" with rule_files
-    and alerting to that Alertmanager. stop() ends them all in reverse order and removes the work dir.
+    """Starts an OpenTelemetry Collector (when otelcol, its binary, is given) whose file the training
+    nodes' agents send their traces to (--sink.otlp.traces-url: slow steps), the nodes' agents, then
+    Alertmanager (when alertmanager_config is given) with its webhooks pointing at a WebhookReceiver, then
+    Prometheus scraping every agent as job="gpuscope" with rule_files and alerting to that Alertmanager.
+    stop() ends them all in reverse order and removes the work dir.
     ports: fixed ports for the demo ({"agents": first, "prometheus", "alertmanager", "receiver"}), each
     used when free; by default every port is picked free."""
 
     def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
-                 speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None):
+                 speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None,
+                 otelcol=None):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
+        self.collector = None
         self.agents = {}
         self.trainers = []  # rank processes of the nodes' synthetic training runs
         self.receiver = None
@@ -263,6 +269,8 @@ class Fleet:
             return port_if_free(ports[name] + offset) if name in ports else None
 
         try:
+            if otelcol:
+                self.collector = peers.OtelCollector(otelcol)
             for i, node in enumerate(nodes):
                 port = wanted("agents", i)
                 listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
@@ -303,6 +311,8 @@ class Fleet:
         if node.trainer_ranks:
             training = ["--collector.training", "--collector.training.interval=1s",
                         f"--training.socket={os.path.join(home, 'training.sock')}"]
+            if self.collector:
+                training.append(f"--sink.otlp.traces-url={self.collector.url}/v1/traces")
         return harness.Agent(binary, sim_library, scenario, env=env, extra_args=[
             "--gpu.hostname", node.hostname, "--hpc-job-mapping-dir", jobs,
             "--attribution.device-map-file", os.path.join(home, "devices"),
@@ -348,7 +358,46 @@ class Fleet:
         for agent in self.agents.values():
             agent.stop()
             agent.cleanup()
+        if self.collector:
+            self.collector.stop()
+            self.collector.cleanup()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def slow_steps(self):
+        """The traced slow steps in the Collector's file, newest first: one (job, step, [rank rows]) each,
+        a rank row (rank, Hostname, gpu, step seconds, compute seconds, seconds in collectives,
+        [(collective span name, seconds)])."""
+        if not self.collector:
+            return []
+        steps, children = {}, {}
+        for _, _, span in self.collector.spans():
+            a = {k: int(v) if isinstance(v, str) and k in ("rank", "step") else v
+                 for k, v in peers.attributes(span["attributes"]).items()}
+            seconds = (int(span["endTimeUnixNano"]) - int(span["startTimeUnixNano"])) / 1e9
+            if span["name"] == "train.step" and a.get("gpuscope.traced") == "slow":
+                steps.setdefault((a["hpc_job"], a["step"]), {})[span["spanId"]] = (
+                    a["rank"], a["Hostname"], a.get("gpu", ""), seconds, a["gpuscope.compute_seconds"],
+                    a["gpuscope.collective_seconds"])
+            elif "parentSpanId" in span:
+                children.setdefault(span["parentSpanId"], []).append((span["name"], seconds))
+        out = []
+        for (job, step), ranks in sorted(steps.items(), key=lambda item: -item[0][1]):
+            out.append((job, step, sorted(row + (children.get(span_id, []),) for span_id, row in ranks.items())))
+        return out
+
+
+def slow_steps_table(steps, limit=1):
+    """The newest traced slow steps that every rank seen has reported (the newest step may still lack a
+    rank whose spans wait for their grace), a line per rank, for the demo's printout."""
+    most = max((len(ranks) for _, _, ranks in steps), default=0)
+    lines = []
+    for job, step, ranks in [s for s in steps if len(s[2]) == most][:limit]:
+        lines.append(f"  job {job} step {step}:")
+        for rank, host, gpu, seconds, compute, inside, collectives in ranks:
+            names = ", ".join(f"{name} {s:.3f} s" for name, s in collectives) or "no collectives"
+            lines.append(f"    rank {rank} ({host} GPU {gpu}): step {seconds:.3f} s, own work {compute:.3f} s, "
+                         f"in collectives {inside:.3f} s ({names})")
+    return "\n".join(lines) if lines else "  (none yet)"
 
 
 def firing_alerts_table(alertmanager):
@@ -396,7 +445,8 @@ def run_demo_fleet(args, rules_dir, stop):
           f"Alertmanager with the {'fast variant of the ' if args.fast else ''}mixin's rules...", flush=True)
     fleet = Fleet(args.agent, args.sim, DEMO_NODES, rule_files=rule_files,
                   alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
-                  speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS)
+                  speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS,
+                  otelcol=args.otelcol)
     try:
         print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
         for node in DEMO_NODES:
@@ -408,16 +458,26 @@ def run_demo_fleet(args, rules_dir, stop):
         print(f"  webhooks       {fleet.receiver.url}, log: {args.webhook_log or os.path.join(fleet.workdir, 'webhook.log')}")
         print(f"  dashboards     {os.path.join(rules_dir, 'dashboards')}: import into a Grafana with a Prometheus "
               f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(rules_dir, 'grafana')})")
+        if fleet.collector:
+            print(f"  traces         OpenTelemetry Collector at {fleet.collector.url}: the training job's slow steps "
+                  f"and their collectives (OTLP/JSON, one request a line) in {fleet.collector.output}")
+        else:
+            print("  traces         off: no OpenTelemetry Collector built (scripts/build-peers.sh otelcol)")
         print(f"\nFaults unfold over the next minutes: XIDs, ECC errors and a GPU off the bus on gpu-node-03 (at "
               f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02, where the rank of job 4102 on GPU 3 "
               f"then slows (its own work crosses the bad link; the other ranks wait for it in every all-reduce) and "
-              f"GpuTrainingStraggler names it. Notifications are printed as Alertmanager sends them; the firing alerts "
-              f"in {args.alerts_after:g} s. Ctrl-C stops everything.\n", flush=True)
+              f"GpuTrainingStraggler names it; one step in ten then carries a burst of NVLink replays on that rank, "
+              f"which every rank waits for in the all-reduce: those slow steps are traced. Notifications are printed "
+              f"as Alertmanager sends them; the firing alerts and the latest traced slow step in {args.alerts_after:g} s. "
+              f"Ctrl-C stops everything.\n", flush=True)
         deadline = time.monotonic() + args.alerts_after
         while not stop.wait(1):
             if time.monotonic() >= deadline:
                 print(f"\nFiring alerts in Alertmanager ({fleet.alertmanager.url}/api/v2/alerts), "
                       f"{time.strftime('%H:%M:%S')}:\n{firing_alerts_table(fleet.alertmanager)}\n", flush=True)
+                if fleet.collector:
+                    print(f"Latest traced slow step (spans in {fleet.collector.output}):\n"
+                          f"{slow_steps_table(fleet.slow_steps())}\n", flush=True)
                 if args.once:
                     break
                 deadline = time.monotonic() + args.alerts_every
@@ -432,6 +492,8 @@ def main():
     demo = sub.add_parser("demo", help="run the demo fleet until SIGINT/SIGTERM")
     demo.add_argument("--agent", required=True, help="gpuscope-agent binary")
     demo.add_argument("--sim", required=True, help="the simulator's libnvidia-ml.so.1")
+    demo.add_argument("--otelcol", help="an OpenTelemetry Collector binary (tests/tools/otelcol): receives the "
+                                        "training node's traces; none when not given")
     demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
                                           "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")

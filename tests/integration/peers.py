@@ -86,8 +86,8 @@ class VictoriaLogs:
 
 class OtelCollector:
     """The OpenTelemetry Collector (tests/tools/otelcol/main.go: OTLP receiver, file exporter) with OTLP/HTTP
-    on 127.0.0.1 and every log and metric request it decoded written as one JSON line (OTLP/JSON). stop()
-    and start() keep the port and the output file. tls: {cert_file, key_file, client_ca_file} serves https
+    on 127.0.0.1 and every log, metric and trace request it decoded written as one JSON line (OTLP/JSON).
+    stop() and start() keep the port and the output file. tls: {cert_file, key_file, client_ca_file} serves https
     (requiring a client certificate signed by client_ca_file); `context` is then the test's own ssl context
     for reaching it. bearer_token: the OTLP receiver takes only requests with "Authorization: Bearer <it>"
     (contrib's bearertokenauth extension); others are answered 401."""
@@ -115,7 +115,7 @@ class OtelCollector:
                     f"  file: {{path: '{self.output}', append: true, flush_interval: 100ms}}\n"
                     "service:\n" + service_extensions +
                     "  telemetry: {metrics: {level: none}, logs: {level: warn}}\n"
-                    f"  pipelines: {{logs: {pipeline}, metrics: {pipeline}}}\n")
+                    f"  pipelines: {{logs: {pipeline}, metrics: {pipeline}, traces: {pipeline}}}\n")
         self.process = None
         self._log = None
         if start:
@@ -159,6 +159,18 @@ class OtelCollector:
                 for scope_logs in resource_logs.get("scopeLogs", []):
                     for record in scope_logs.get("logRecords", []):
                         out.append((resource, scope_logs.get("scope", {}), record))
+        return out
+
+    def spans(self):
+        """(resource attributes, scope, span) for every span received, in arrival order (OTLP/JSON: ids in
+        hex, times as decimal strings, integer attributes as decimal strings)."""
+        out = []
+        for request in self.requests():
+            for resource_spans in request.get("resourceSpans", []):
+                resource = attributes(resource_spans.get("resource", {}).get("attributes", []))
+                for scope_spans in resource_spans.get("scopeSpans", []):
+                    for span in scope_spans.get("spans", []):
+                        out.append((resource, scope_spans.get("scope", {}), span))
         return out
 
     stop = _stop

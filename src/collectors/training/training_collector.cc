@@ -35,10 +35,17 @@ int64_t SystemNowNs() {
 }  // namespace
 
 TrainingCollector::TrainingCollector(TrainingCollectorOptions options)
-    : options_(std::move(options)), state_([&] {
+    : options_(std::move(options)),
+      state_([&] {
         TrainingStateOptions state = options_.state;
         if (state.hostname.empty()) state.hostname = options_.hostname;
         return state;
+      }()),
+      spans_([&] {
+        TrainingSpansOptions traces = options_.traces;
+        if (options_.spans == nullptr) traces.traces = TrainingTraces::kOff;
+        traces.rank_expiry_ns = options_.state.rank_expiry_ns;
+        return traces;
       }()) {}
 
 TrainingCollector::~TrainingCollector() {
@@ -164,6 +171,7 @@ void TrainingCollector::Handle(std::string_view bytes, uint32_t pid, bool trunca
   last = datagram_.producer_drops;
   if (drops_by_pid_.size() > kMaxIdentityCache) drops_by_pid_.clear();
   state_.Apply(*identity, datagram_, now);
+  spans_.Apply(*identity, datagram_, now);
 }
 
 std::optional<TrainingIdentity> TrainingCollector::Identify(uint32_t pid) {
@@ -251,13 +259,24 @@ MetricFamily SelfFamily(size_t index) {
 
 }  // namespace
 
+void TrainingCollector::ExportSpans(std::string_view hostname) {
+  std::vector<Span> spans;
+  {
+    MutexLock lock(&mu_);
+    spans = spans_.TakeSpans(NowNs(), hostname);
+  }
+  if (options_.spans != nullptr && !spans.empty()) options_.spans->Export(spans);  // not under mu_
+}
+
 Status TrainingCollector::Collect(std::vector<MetricFamily>& out) {
   Status started = Start();
   std::string hostname = options_.hostname;
   if (hostname.empty() && options_.node != nullptr) hostname = options_.node->gpus().Current()->hostname;
+  ExportSpans(hostname);
   MutexLock lock(&mu_);
   state_.set_hostname(std::move(hostname));
   state_.AppendFamilies(NowNs(), out);
+  spans_.AppendFamilies(out);
   MetricFamily datagrams = SelfFamily(0);
   datagrams.samples.emplace_back(Labels{}, static_cast<double>(datagrams_));
   out.push_back(std::move(datagrams));
@@ -280,6 +299,7 @@ Status TrainingCollector::Collect(std::vector<MetricFamily>& out) {
 
 std::vector<MetricDescription> TrainingCollector::Describe() const {
   std::vector<MetricDescription> out = TrainingState::Describe();
+  for (MetricDescription& d : TrainingSpans::Describe()) out.push_back(std::move(d));
   out.insert(out.end(), SelfDescriptions().begin(), SelfDescriptions().end());
   return out;
 }

@@ -5,7 +5,9 @@
 // SLURM_PROCID, ... from its environ) and GPU (the GPU inventory's processes, else its launcher's GPU list
 // at its local rank: SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES); a datagram whose hello
 // claims another job or rank is rejected and counted, as are malformed, oversized and credential-less
-// ones. Accepted datagrams feed a TrainingState; Collect() renders it and the source's own counters.
+// ones. Accepted datagrams feed a TrainingState and, when the agent has a traces sink (`spans`), a
+// TrainingSpans; Collect() renders the state and the source's own counters and hands the spans of the
+// traced steps to the traces sink (on the collector's thread: the receive thread never waits for it).
 //
 // The socket is bound at the first Collect(); when it cannot be (directory not writable, path taken by
 // something that is not a socket) Collect() reports the error, the collector is unhealthy, and the next
@@ -26,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/collectors/training/training_spans.h"
 #include "src/collectors/training/training_state.h"
 #include "src/core/collector.h"
 #include "src/core/mutex.h"
@@ -40,6 +43,9 @@ struct TrainingCollectorOptions {
   const NodeState* node = nullptr;  // GPU of a pid; may be null (no GPU labels)
   std::string hostname;             // the Hostname label; the GPU inventory's when empty
   TrainingStateOptions state;
+  // Where the spans of traced steps go (the OTLP traces sink); null: no traces, no detail kept.
+  SpanExporter* spans = nullptr;
+  TrainingSpansOptions traces;
   std::chrono::seconds identity_ttl{10};
   // Who a pid is; the /proc-based resolver when empty (tests give their own).
   std::function<std::optional<TrainingIdentity>(uint32_t pid)> resolve;
@@ -68,6 +74,8 @@ class TrainingCollector : public Collector {
   std::optional<TrainingIdentity> Identify(uint32_t pid);
   std::optional<TrainingIdentity> IdentifyFromProc(uint32_t pid) const;
   int64_t NowNs() const;
+  // Hands the spans of the traced steps whose grace has passed to options_.spans.
+  void ExportSpans(std::string_view hostname);
 
   TrainingCollectorOptions options_;
   int socket_fd_ = -1;
@@ -77,6 +85,7 @@ class TrainingCollector : public Collector {
 
   mutable Mutex mu_;
   TrainingState state_ GUARDED_BY(mu_);
+  TrainingSpans spans_ GUARDED_BY(mu_);
   uint64_t datagrams_ GUARDED_BY(mu_) = 0;
   std::map<std::string, uint64_t, std::less<>> rejected_ GUARDED_BY(mu_);
   uint64_t producer_drops_ GUARDED_BY(mu_) = 0;

@@ -92,7 +92,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
   EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal"}));
-  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics"}));
+  EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics", "otlp_traces"}));
 }
 
 TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
@@ -108,6 +108,7 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
   only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
+  only["otlp_traces"].otlp_traces_url = "http://collector:4318/v1/traces";
   only["remote_write"].remote_write_endpoints.emplace_back().url =
       "http://mimir:8080/api/v1/push";  // no flag URL
   for (const auto& [name, config] : only) {
@@ -161,6 +162,7 @@ TEST_F(EventRegistryTest, EverySinkIsBuiltOnTheQueueUnderItsNameAndDescribesWhat
 TEST_F(EventRegistryTest, EachSinkStartsWithTheCredentialsOfItsOwnOptions) {
   AgentConfig config = AllOn();
   config.otlp_metrics_url = "http://127.0.0.1:1/v1/metrics";
+  config.otlp_traces_url = "http://127.0.0.1:1/v1/traces";
   config.otlp_bearer_token_file = (dir_ / "no-otlp-token").string();
   config.remote_write_endpoints.emplace_back().url = "http://127.0.0.1:1/api/v1/write";
   config.remote_write_endpoints.back().bearer_token_file = (dir_ / "no-rw-token").string();
@@ -184,10 +186,32 @@ TEST_F(EventRegistryTest, EachSinkStartsWithTheCredentialsOfItsOwnOptions) {
   EXPECT_NE(errors["otlp_metrics"].find("cannot read the bearer token file " + config.otlp_bearer_token_file),
             std::string::npos)
       << errors["otlp_metrics"];
+  EXPECT_NE(errors["otlp_traces"].find("cannot read the bearer token file " + config.otlp_bearer_token_file),
+            std::string::npos)
+      << errors["otlp_traces"];
   EXPECT_NE(
       errors["remote_write"].find("cannot read the bearer token file " + (dir_ / "no-rw-token").string()),
       std::string::npos)
       << errors["remote_write"];
+}
+
+// The traces sink is the one the agent hands the collectors that make spans, through the event path.
+TEST_F(EventRegistryTest, OnlyTheTracesSinkTakesSpansAndTheEventPathHandsItOut) {
+  for (const PushSinkEntry& entry : BuiltinPushSinks().entries())
+    EXPECT_EQ(static_cast<bool>(entry.span_exporter), entry.name == "otlp_traces") << entry.name;
+  AgentConfig config;
+  config.events_state_dir = (dir_ / "state").string();
+  std::unique_ptr<EventPath> path;
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
+  EXPECT_EQ(path, nullptr);  // nothing configured
+  config.otlp_traces_url = "http://127.0.0.1:1/v1/traces";
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
+  ASSERT_NE(path, nullptr);
+  ASSERT_NE(path->spans(), nullptr);
+  ASSERT_TRUE(path->Start().ok());
+  path->spans()->Export({Span{}});  // queued under <queue>/otlp_traces (the receiver is not there)
+  path->Stop();
+  EXPECT_TRUE(fs::exists(dir_ / "state" / "queue" / "otlp_traces"));
 }
 
 TEST(EventRegistry, TheEventsCollectorDescribesEveryRegisteredSourceAndSinkOnce) {

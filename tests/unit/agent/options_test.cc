@@ -10,6 +10,7 @@
 #include "src/agent/config.h"
 #include "src/agent/registry.h"
 #include "src/attribution/mapping_dir_source.h"
+#include "src/collectors/training/training_spans.h"
 #include "src/events/event.h"
 
 namespace gpuscope {
@@ -183,12 +184,17 @@ TEST(AgentOptions, HelpAndDocsListEveryOption) {
 TEST(AgentOptions, AllowedWordsAgreeWithTheModulesThatParseThem) {
   const OptionSpec* mapping = nullptr;
   const OptionSpec* severity = nullptr;
+  const OptionSpec* traces = nullptr;
   for (const OptionSpec& option : AgentOptions()) {
     if (option.flag == "attribution.mapping-format") mapping = &option;
     if (option.flag == "events.ship-severity") severity = &option;
+    if (option.flag == "training.traces") traces = &option;
   }
   ASSERT_NE(mapping, nullptr);
   ASSERT_NE(severity, nullptr);
+  ASSERT_NE(traces, nullptr);
+  for (std::string_view word : traces->choices) EXPECT_TRUE(ParseTrainingTraces(word).has_value()) << word;
+  EXPECT_EQ(traces->choices.size(), 3u);  // slow, all, off: each a mode of TrainingSpans
   for (std::string_view word : mapping->choices) {
     MappingDirOptions::Format format;
     EXPECT_TRUE(ParseMappingFormatOption(word, &format)) << word;

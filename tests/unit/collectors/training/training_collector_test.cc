@@ -1,6 +1,7 @@
 // TrainingCollector (src/collectors/training/training_collector.h) on a real unix datagram socket: the
 // kernel names the sender, claims that disagree with the agent's identity of that pid are rejected by
-// reason, hostile datagrams are counted, and a path the agent must not take is refused with a clear error.
+// reason, hostile datagrams are counted, a path the agent must not take is refused with a clear error, and
+// traced steps reach the traces sink (the SpanExporter) under the agent's identity, only when there is one.
 #include "src/collectors/training/training_collector.h"
 
 #include <gtest/gtest.h>
@@ -12,10 +13,13 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
+#include "src/collectors/training/trace_ids.h"
 #include "tests/unit/sinks/queue/queue_test_util.h"
 
 namespace gpuscope {
@@ -186,6 +190,72 @@ TEST_F(TrainingCollectorTest, WithoutAResolverTheSendersOwnProcTellsItsIdentity)
   auto values = WaitForDatagrams(collector, 2);
   EXPECT_EQ(values["gpuscope_training_steps_total,hpc_job=,rank=6"], 2) << "no rank variable: the claim";
   EXPECT_EQ(values["gpuscope_training_records_rejected_total,reason=identity"], 1);
+}
+
+// The traces sink as the collector sees it: every span handed over, kept.
+class RecordingExporter : public SpanExporter {
+ public:
+  void Export(const std::vector<Span>& spans) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    spans_.insert(spans_.end(), spans.begin(), spans.end());
+  }
+  std::vector<Span> spans() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spans_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Span> spans_;
+};
+
+TEST_F(TrainingCollectorTest, TracedStepsReachTheSpanExporterUnderTheAgentsIdentity) {
+  RecordingExporter exporter;
+  TrainingCollectorOptions options = Options();
+  options.spans = &exporter;
+  options.traces.traces = TrainingTraces::kAll;
+  TrainingCollector collector(options);
+  ASSERT_TRUE(collector.Start().ok());
+  Client client;
+  ASSERT_TRUE(client.Send(options.socket_path, Datagram(3, "4242", 3)));
+  std::map<std::string, double> values;
+  for (int i = 0; i < 500 && exporter.spans().size() < 3; ++i) {
+    values = Values(collector);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::vector<Span> spans = exporter.spans();
+  ASSERT_EQ(spans.size(), 3u);  // three steps without collectives
+  for (uint64_t step = 0; step < 3; ++step) {
+    EXPECT_EQ(spans[step].name, "train.step");
+    EXPECT_EQ(spans[step].trace_id, TrainingStepTraceId("4242", step));
+    EXPECT_EQ(spans[step].span_id, TrainingStepSpanId("4242", step, 3));
+    EXPECT_EQ(spans[step].start_unix_ns, 1'000'000'000ull * (step + 1));
+    std::map<std::string, std::string> strings;
+    for (const SpanAttribute& a : spans[step].attributes) {
+      if (const auto* text = std::get_if<std::string>(&a.value)) strings[a.key] = *text;
+    }
+    EXPECT_EQ(strings["hpc_job"], "4242");
+    EXPECT_EQ(strings["Hostname"], "node1");
+    EXPECT_EQ(strings["gpu"], "1");
+    EXPECT_EQ(strings["UUID"], "GPU-1");
+  }
+  values = Values(collector);
+  EXPECT_EQ(values["gpuscope_training_traced_steps_total"], 3);
+  EXPECT_EQ(values["gpuscope_training_spans_total"], 3);
+}
+
+TEST_F(TrainingCollectorTest, WithoutATracesSinkNoStepIsTraced) {
+  TrainingCollectorOptions options = Options();
+  options.traces.traces = TrainingTraces::kAll;  // asked for, but nowhere to send
+  TrainingCollector collector(options);
+  ASSERT_TRUE(collector.Start().ok());
+  Client client;
+  ASSERT_TRUE(client.Send(options.socket_path, Datagram(3, "4242", 3)));
+  auto values = WaitForDatagrams(collector, 1);
+  EXPECT_EQ(values["gpuscope_training_steps_total,hpc_job=4242,rank=3"], 3);
+  values = Values(collector);
+  EXPECT_EQ(values["gpuscope_training_traced_steps_total"], 0);
+  EXPECT_EQ(values["gpuscope_training_spans_total"], 0);
 }
 
 TEST_F(TrainingCollectorTest, APathHeldByAFileIsRefusedAndAStaleSocketIsReplaced) {
