@@ -19,12 +19,16 @@
 namespace gpuscope {
 
 class NodeState;
+class PostedEvents;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
   // The node's shared facts (GPU inventory, JobTable, GPU processes, XID ledger); never null when
   // created by the agent, and outlives the collectors.
   NodeState* node = nullptr;
+  // Where the training collector's hung ranks go as training_hang events (the event path's "training"
+  // source reads them); may be null (no events raised). Outlives the collectors.
+  PostedEvents* training_events = nullptr;
 };
 
 struct CollectorEntry {

@@ -289,7 +289,7 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
 
   // Per job: the fastest local median, and per communicator the furthest sequence number.
   std::map<std::string, double> fastest;
-  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest = Wavefront();
   std::map<Key, double> medians;
   for (const auto& [key, rank] : ranks_) {
     if (!rank.recent_compute.empty()) {
@@ -297,10 +297,6 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       medians[key] = median;
       auto [it, inserted] = fastest.emplace(key.first, median);
       if (!inserted) it->second = std::min(it->second, median);
-    }
-    for (const auto& [comm, progress] : rank.communicators) {
-      uint64_t& seq = furthest[{key.first, comm}];
-      seq = std::max(seq, progress.seq);
     }
   }
 
@@ -338,14 +334,43 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       const Labels labels = Labels::Extend(base, {{"comm", CommLabel(comm)}});
       families[kSeq].samples.emplace_back(labels, static_cast<double>(progress.seq));
       families[kProgress].samples.emplace_back(labels, static_cast<double>(progress.advanced_ns) / 1e9);
-      const bool behind = progress.seq < furthest[{key.first, comm}];
-      const bool stalled = now_ns - progress.advanced_ns >= options_.hang_after_ns;
-      families[kHung].samples.emplace_back(labels, behind && stalled ? 1.0 : 0.0);
+      families[kHung].samples.emplace_back(labels,
+                                           Hung(progress, furthest[{key.first, comm}], now_ns) ? 1.0 : 0.0);
     }
   }
   for (MetricFamily& family : families) {
     if (!family.samples.empty()) out.push_back(std::move(family));
   }
+}
+
+std::map<std::pair<std::string, uint64_t>, uint64_t> TrainingState::Wavefront() const {
+  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest;
+  for (const auto& [key, rank] : ranks_) {
+    for (const auto& [comm, progress] : rank.communicators) {
+      uint64_t& seq = furthest[{key.first, comm}];
+      seq = std::max(seq, progress.seq);
+    }
+  }
+  return furthest;
+}
+
+bool TrainingState::Hung(const Progress& progress, uint64_t furthest, int64_t now_ns) const {
+  return progress.seq < furthest && now_ns - progress.advanced_ns >= options_.hang_after_ns;
+}
+
+std::vector<TrainingHang> TrainingState::TakeNewHangs(int64_t now_ns) {
+  std::vector<TrainingHang> out;
+  const auto furthest = Wavefront();
+  for (auto& [key, rank] : ranks_) {
+    for (auto& [comm, progress] : rank.communicators) {
+      const uint64_t front = furthest.at({key.first, comm});
+      if (progress.hang_taken || !Hung(progress, front, now_ns)) continue;
+      progress.hang_taken = true;
+      out.push_back(TrainingHang{key.first, key.second, rank.gpu, rank.uuid, comm, progress.seq, progress.op,
+                                 front, static_cast<double>(now_ns - progress.advanced_ns) / 1e9});
+    }
+  }
+  return out;
 }
 
 std::vector<MetricDescription> TrainingState::Describe() {
