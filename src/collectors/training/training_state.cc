@@ -195,8 +195,13 @@ void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collec
       rank.collectives[{std::min<uint8_t>(collective.op, kOps.size()), SizeClass(collective.bytes)}];
   ++totals.count;
   totals.seconds += Seconds(collective.begin_ns, collective.end_ns);
-  rank.recent_collectives.push_back({collective.begin_ns, collective.end_ns});
-  if (rank.recent_collectives.size() > options_.collectives_kept) rank.recent_collectives.pop_front();
+  // Kept in the order of their ends (records of two producers interleave, so an arrival may go a little
+  // before the last): a step then looks only at the collectives that ended after it began.
+  auto& recent = rank.recent_collectives;
+  const auto at = std::upper_bound(recent.begin(), recent.end(), collective.end_ns,
+                                   [](uint64_t end, const Interval& c) { return end < c.end_ns; });
+  recent.insert(at, Interval{collective.begin_ns, collective.end_ns});
+  if (recent.size() > options_.collectives_kept) recent.pop_front();
 }
 
 void TrainingState::AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
@@ -220,7 +225,11 @@ void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
   const double duration = Seconds(step.begin_ns, step.end_ns);
   // The union of the collectives' time within the step: concurrent ones (DDP's buckets) count once.
   std::vector<Interval> within;
-  for (const Interval& c : rank.recent_collectives) {
+  const auto& recent = rank.recent_collectives;
+  const auto first = std::partition_point(recent.begin(), recent.end(),
+                                          [&](const Interval& c) { return c.end_ns <= step.begin_ns; });
+  for (auto it = first; it != recent.end(); ++it) {
+    const Interval& c = *it;
     const uint64_t begin = std::max(c.begin_ns, step.begin_ns);
     const uint64_t end = std::min(c.end_ns, step.end_ns);
     if (end > begin) within.push_back({begin, end});

@@ -109,8 +109,8 @@ class TrainingState {
     int64_t last_seen_ns = 0;
     uint64_t steps = 0, samples = 0;
     double step_seconds = 0, compute_seconds = 0, collective_seconds_in_steps = 0;
-    std::deque<double> recent_compute;  // seconds outside collectives, last score_window steps
-    std::deque<Interval> recent_collectives;
+    std::deque<double> recent_compute;        // seconds outside collectives, last score_window steps
+    std::deque<Interval> recent_collectives;  // the last collectives_kept completed ones, by end time
     std::map<std::pair<uint8_t, std::string_view>, CollectiveTotals> collectives;
     uint64_t entered_collectives = 0;
     double dataloader_wait_seconds = 0;

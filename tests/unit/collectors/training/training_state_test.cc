@@ -193,6 +193,36 @@ TEST(TrainingState, ConcurrentCollectivesInAStepCountOnce) {
   EXPECT_NEAR(families["gpuscope_training_compute_seconds_total"].at("rank=0,"), 0.4, 1e-9);
 }
 
+TEST(TrainingState, CollectivesArrivingOutOfOrderFromTwoProducersCountInTheirStep) {
+  TrainingStateOptions options;
+  options.collectives_kept = 64;
+  TrainingState state(options);
+  auto collective = [](double begin, double end) {
+    TrainingCollective c;
+    c.begin_ns = kT0 + static_cast<uint64_t>(begin * kSecond);
+    c.end_ns = kT0 + static_cast<uint64_t>(end * kSecond);
+    return c;
+  };
+  // More collectives of earlier steps than the window keeps, so the step's own are at its end.
+  TrainingDatagram earlier;
+  for (int i = 0; i < 100; ++i) earlier.collectives.push_back(collective(-10.0 + 0.05 * i, -9.99 + 0.05 * i));
+  state.Apply(Rank(0), earlier, static_cast<int64_t>(kT0));
+  // The NCCL plugin's batch comes after the Python package's: ends out of order, and a late one of the
+  // previous step. Inside the 1 s step: [0.2, 0.4] and the union of [0.6, 0.9] and [0.5, 0.7]: 0.6 s.
+  TrainingDatagram python;
+  python.collectives.push_back(collective(0.6, 0.9));
+  state.Apply(Rank(0), python, static_cast<int64_t>(kT0));
+  TrainingDatagram plugin;
+  plugin.collectives.push_back(collective(0.2, 0.4));
+  plugin.collectives.push_back(collective(-0.5, -0.1));
+  plugin.collectives.push_back(collective(0.5, 0.7));
+  plugin.steps.push_back({0, kT0, kT0 + kSecond, 1});
+  state.Apply(Rank(0), plugin, static_cast<int64_t>(kT0));
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=0,"), 0.6, 1e-9);
+  EXPECT_NEAR(families["gpuscope_training_compute_seconds_total"].at("rank=0,"), 0.4, 1e-9);
+}
+
 TEST(TrainingState, MarksAddUpAndANonFiniteGradNormIsIgnored) {
   TrainingState state({});
   TrainingDatagram datagram;
