@@ -167,14 +167,20 @@ void Profiler::ChildStarted(CollEvent& parent, ChildKind kind) {
 }
 
 void Profiler::ChildStopped(CollEvent& parent, ChildKind kind) {
-  // The latest stop so far is the end time: children of one collective stop on several proxy threads.
-  const uint64_t now = NowNs();
-  uint64_t last = parent.last_child_stop_ns.load(std::memory_order_relaxed);
-  while (last < now &&
-         !parent.last_child_stop_ns.compare_exchange_weak(last, now, std::memory_order_acq_rel)) {
-  }
   auto& stopped = kind == ChildKind::kKernelChannel ? parent.kernel_stopped : parent.proxy_stopped;
   stopped.fetch_add(1, std::memory_order_acq_rel);
+  // The end time is the stop that left no started child running (the last one, once no more start); the
+  // clock is read only then. Children of one collective stop on several proxy threads: the latest wins.
+  if (parent.kernel_stopped.load(std::memory_order_acquire) >=
+          parent.kernel_started.load(std::memory_order_acquire) &&
+      parent.proxy_stopped.load(std::memory_order_acquire) >=
+          parent.proxy_started.load(std::memory_order_acquire)) {
+    const uint64_t now = NowNs();
+    uint64_t last = parent.last_child_stop_ns.load(std::memory_order_relaxed);
+    while (last < now &&
+           !parent.last_child_stop_ns.compare_exchange_weak(last, now, std::memory_order_acq_rel)) {
+    }
+  }
   MaybeComplete(parent);
 }
 
