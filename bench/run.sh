@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark and writes the figures to bench/results/: the Google Benchmark micro-benchmarks,
 # the side-by-side /metrics comparison with prometheus-node-exporter, remote_write next to Prometheus's
-# own encoder and the agent's CPU while pushing, and the event path end to end. Not part of the test run.
+# own encoder and the agent's CPU while pushing, the event path end to end, and the training source's CPU
+# and memory. Not part of the test run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -15,3 +16,4 @@ mkdir -p "$root/bench/results"
 "$root/bench/agent_footprint.sh" "$root/build"
 "$root/bench/endpoint_vs_node_exporter.sh" "${SECONDS_PER_RUN:-10}" 4
 "$root/bench/events_path.sh"
+"$root/bench/training_agent_cost.sh" "$root/build"
