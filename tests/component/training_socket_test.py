@@ -153,13 +153,8 @@ class LokiJsonReceiver:
         self.server.server_close()
 
 
-def events_total(agent, **labels):
-    total = 0
-    for (name, sample_labels), value in harness.parse_exposition(agent.metrics()).items():
-        sample_labels = dict(sample_labels)
-        if name == "gpuscope_events_total" and all(sample_labels.get(k) == v for k, v in labels.items()):
-            total += value
-    return total
+def hang_events(agent, **labels):
+    return harness.metric(agent, "gpuscope_events_total", source="training", **{"class": "training_hang"}, **labels)
 
 
 class TrainingHangEvent(unittest.TestCase):
@@ -204,17 +199,16 @@ class TrainingHangEvent(unittest.TestCase):
         self.assertEqual(metadata.get("furthest_seq"), "11", metadata)
         self.assertEqual(metadata.get("Hostname"), "sim-node", metadata)
         self.assertGreaterEqual(int(metadata.get("stalled_seconds", "0")), 2, metadata)
-        harness.wait_for(lambda: events_total(self.agent, source="training", **{"class": "training_hang"},
-                                              severity="error") == 1 or None, 30,
+        harness.wait_for(lambda: hang_events(self.agent, severity="error") == 1 or None, 30,
                          "the event counted (the events collector publishes every 5 s)")
         # Once per episode: more collection cycles (1 s each) and a new publication raise nothing new.
         time.sleep(6)
-        self.assertEqual(events_total(self.agent, source="training", **{"class": "training_hang"}), 1)
+        self.assertEqual(hang_events(self.agent), 1)
         self.assertEqual(len([e for e in self.loki.entries if "training_hang" in e[1]]), 1)
         # Rank 1 moves on to 10 and stalls there while rank 0 is at 11: a new episode.
         send(1, [9, 10])
         harness.wait_for(
-            lambda: events_total(self.agent, source="training", **{"class": "training_hang"}) == 2 or None, 30,
+            lambda: hang_events(self.agent) == 2 or None, 30,
             "the second episode")
 
 
