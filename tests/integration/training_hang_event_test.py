@@ -3,7 +3,8 @@ python3-torch, CPU, gloo, 4 ranks on loopback, launched as torchrun launches the
 python/gpuscope; rank 3 stops entering collectives (it sleeps before a step) and the three others wait
 inside the next gradient all-reduce. The agent, with its Loki sink pointed at a real Loki-push receiver
 (VictoriaLogs, the pinned peer), must ship exactly one training_hang event, for rank 3 and no other,
-naming the communicator and the sequence number its hung gauge shows, count it once in
+naming its job, node and GPU (the launcher's, at its local rank), the communicator and the sequence number
+its hung gauge shows, count it once in
 gpuscope_events_total{source="training",class="training_hang"}, and raise no second one while the hang
 lasts.
 
@@ -27,6 +28,7 @@ import unittest_main  # noqa: E402
 
 WORLD = 4
 HUNG_RANK = 3
+JOB = "4711"
 
 # Each rank trains a small model; the hung rank sleeps before its sixth step and never calls the all-reduce
 # the others are waiting in.
@@ -92,7 +94,8 @@ class TrainingHangEvent(unittest.TestCase):
             env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GPUSCOPE_", "PYTHON"))}
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), LOCAL_RANK=str(rank),
                        WORLD_SIZE=str(WORLD), GPUSCOPE_TRAINING_SOCKET=self.socket, OMP_NUM_THREADS="1",
-                       PYTHONPATH=os.path.join(ROOT, "python"))
+                       PYTHONPATH=os.path.join(ROOT, "python"), GPUSCOPE_JOB_ID=JOB,
+                       CUDA_VISIBLE_DEVICES="4,5,6,7")  # the launcher's GPUs: rank 3 has the simulator's GPU 7
             ranks.append(subprocess.Popen([TORCH_PYTHON, script], env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True))
         try:
@@ -105,10 +108,13 @@ class TrainingHangEvent(unittest.TestCase):
             self.assertEqual(entry.get("rank"), str(HUNG_RANK), entry)
             self.assertEqual(entry.get("severity"), "error", entry)
             self.assertEqual(entry.get("Hostname"), "sim-node", entry)
+            self.assertEqual(entry.get("hpc_job"), JOB, entry)
+            self.assertEqual(entry.get("gpu"), "7", entry)
+            self.assertTrue(entry.get("UUID", "").startswith("GPU-"), entry)
             self.assertIn((entry.get("rank"), entry.get("comm")), hung, entry)
             self.assertLess(int(entry["seq"]), int(entry["furthest_seq"]), entry)
             self.assertGreaterEqual(int(entry["stalled_seconds"]), 5, entry)
-            self.assertIn(f"rank {HUNG_RANK}", entry["_msg"])
+            self.assertIn(f"rank {HUNG_RANK} of job {JOB} on sim-node GPU 7", entry["_msg"])
             # The hang goes on: more collections (every second) and event polls ship nothing more, and the
             # counter (published every 5 s) says one.
             time.sleep(8)
