@@ -22,8 +22,10 @@
 //
 // Memory is fixed per communicator: collectives live in a ring of kCollSlots indexed by sequence number
 // and child events in a ring of kChildSlots; a child that refers to a collective whose slot was reused
-// since is ignored. Records go through a RecordRing to one sender thread per process that sends datagrams
-// without blocking; what the ring or the socket cannot take is counted and reported in the next datagram.
+// since is ignored (a child stop that comes after kChildSlots later children started counts for the child
+// now in its slot: the price of fixed memory). Records go through a RecordRing to one sender thread per
+// process that sends datagrams without blocking; what the ring or the socket cannot take is counted and
+// reported in the next datagram.
 //
 // Thread-safety: the entry points take any NCCL thread; a context's collective slots are written by the
 // thread that starts the collective and read by the threads of its children through atomics.
