@@ -2,6 +2,8 @@
 // its version's descriptors to the version-independent core (profiler.h). Loaded with
 // NCCL_PROFILER_PLUGIN=gpuscope (or the library's path); it never fails NCCL: every entry point returns
 // ncclSuccess, and init fails only when the plugin cannot hold a communicator's state at all.
+#include <unistd.h>
+
 #include <new>
 
 #include "plugins/nccl_profiler/nccl_profiler_abi.h"
@@ -23,14 +25,17 @@ Value Cached(const char* name) {
   return last_value;
 }
 
-// The events whose starts and stops the plugin wants: collectives and their kernel channels.
-constexpr int kActivation = ncclProfileColl | ncclProfileKernelCh;
+// The events whose starts and stops the plugin wants: collectives and the children their completion is
+// read from (profiler.h), kernel channels and proxy ops. Nothing else is asked for, so NCCL spends nothing
+// on the rest (ProxyStep: one event per network transfer).
+constexpr int kActivation = ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp;
 
 ncclResult_t Init(void** context, uint64_t comm, int* activation, int nranks) {
   auto* state = new (std::nothrow) CommContext();
   if (state == nullptr) return ncclSystemError;
   state->comm = comm;
   state->nranks = nranks;
+  state->pid = getpid();
   state->profiler = &Profiler::Acquire();
   *context = state;
   if (activation != nullptr) *activation = kActivation;
@@ -53,7 +58,21 @@ ncclResult_t Finalize(void* context) {
   return ncclSuccess;
 }
 
-// The same start for every version: their coll and kernelCh members have the fields read here.
+// A child event (KernelCh, ProxyOp) of a collective this context started: counted on it.
+void* StartChild(CommContext& state, void* parent_object, ChildKind kind) {
+  auto* base = static_cast<EventBase*>(parent_object);
+  if (base == nullptr || base->kind != Kind::kColl) return nullptr;  // a p2p or an event we gave no handle
+  auto* parent = static_cast<CollEvent*>(base);
+  ChildEvent& child =
+      state.children[state.next_child.fetch_add(1, std::memory_order_relaxed) % CommContext::kChildSlots];
+  child.parent = parent;
+  child.generation = parent->generation.load(std::memory_order_acquire);
+  child.child_kind = kind;
+  Profiler::ChildStarted(*parent, kind);
+  return static_cast<EventBase*>(&child);
+}
+
+// The same start for every version: their coll, kernelCh and proxyOp members have the fields read here.
 template <typename Descr>
 ncclResult_t StartEvent(void* context, void** handle, Descr* descr) {
   *handle = nullptr;
@@ -63,12 +82,7 @@ ncclResult_t StartEvent(void* context, void** handle, Descr* descr) {
   if (type & ncclProfileColl) {
     const uint64_t seq = descr->coll.seqNumber;
     CollEvent& event = state->colls[seq % CommContext::kCollSlots];
-    event.started.store(0, std::memory_order_relaxed);
-    event.stopped_children.store(0, std::memory_order_relaxed);
-    event.stopped.store(false, std::memory_order_relaxed);
-    event.completed.store(false, std::memory_order_relaxed);
-    event.expected_children = descr->coll.nChannels;
-    event.record.seq = seq;
+    event.Reset(seq, descr->coll.nChannels);
     event.record.op = Cached<uint8_t, OpCode>(descr->coll.func);
     event.record.bytes = descr->coll.count * Cached<size_t, DatatypeSize>(descr->coll.datatype);
     event.record.algo = Cached<uint8_t, AlgoCode>(descr->coll.algo);
@@ -79,15 +93,11 @@ ncclResult_t StartEvent(void* context, void** handle, Descr* descr) {
     state->profiler->Entered(*state, event);
     *handle = static_cast<EventBase*>(&event);
   } else if (type & ncclProfileKernelCh) {
-    auto* base = static_cast<EventBase*>(descr->parentObj);
-    if (base == nullptr || base->kind != Kind::kColl) return ncclSuccess;
-    auto* parent = static_cast<CollEvent*>(base);
-    ChildEvent& child =
-        state->children[state->next_child.fetch_add(1, std::memory_order_relaxed) % CommContext::kChildSlots];
-    child.parent = parent;
-    child.generation = parent->generation.load(std::memory_order_acquire);
-    parent->started.fetch_add(1, std::memory_order_acq_rel);
-    *handle = static_cast<EventBase*>(&child);
+    *handle = StartChild(*state, descr->parentObj, ChildKind::kKernelChannel);
+  } else if (type & ncclProfileProxyOp) {
+    // PXN: a proxy op another process's proxy runs names a parent in that process's memory.
+    if (descr->proxyOp.pid != state->pid) return ncclSuccess;
+    *handle = StartChild(*state, descr->parentObj, ChildKind::kProxyOp);
   }
   return ncclSuccess;
 }
@@ -106,14 +116,13 @@ ncclResult_t StopEvent(void* handle) {
   if (parent == nullptr || parent->generation.load(std::memory_order_acquire) != child->generation) {
     return ncclSuccess;  // the collective's slot was reused: too late to tell
   }
-  parent->stopped_children.fetch_add(1, std::memory_order_acq_rel);
-  parent->profiler->MaybeComplete(*parent);
+  parent->profiler->ChildStopped(*parent, child->child_kind);
   return ncclSuccess;
 }
 
 template <typename Args>
 ncclResult_t RecordEventState(void*, ncclProfilerEventState_t, Args*) {
-  return ncclSuccess;  // completion is taken from the children's stops
+  return ncclSuccess;  // completion is taken from the children's stops (profiler.h)
 }
 
 constexpr const char* kName = "gpuscope";

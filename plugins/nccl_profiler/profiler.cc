@@ -149,14 +149,54 @@ void Profiler::Entered(CommContext& context, CollEvent& event) {
   ring_.Push(event.record);
 }
 
+void CollEvent::Reset(uint64_t seq, uint32_t channels) {
+  kernel_started.store(0, std::memory_order_relaxed);
+  kernel_stopped.store(0, std::memory_order_relaxed);
+  proxy_started.store(0, std::memory_order_relaxed);
+  proxy_stopped.store(0, std::memory_order_relaxed);
+  last_child_stop_ns.store(0, std::memory_order_relaxed);
+  stopped.store(false, std::memory_order_relaxed);
+  completed.store(false, std::memory_order_relaxed);
+  expected_channels = channels;
+  record.seq = seq;
+}
+
+void Profiler::ChildStarted(CollEvent& parent, ChildKind kind) {
+  auto& started = kind == ChildKind::kKernelChannel ? parent.kernel_started : parent.proxy_started;
+  started.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Profiler::ChildStopped(CollEvent& parent, ChildKind kind) {
+  auto& stopped = kind == ChildKind::kKernelChannel ? parent.kernel_stopped : parent.proxy_stopped;
+  stopped.fetch_add(1, std::memory_order_acq_rel);
+  // The end time is the stop that left no started child running (the last one, once no more start); the
+  // clock is read only then. Children of one collective stop on several proxy threads: the latest wins.
+  if (parent.kernel_stopped.load(std::memory_order_acquire) >=
+          parent.kernel_started.load(std::memory_order_acquire) &&
+      parent.proxy_stopped.load(std::memory_order_acquire) >=
+          parent.proxy_started.load(std::memory_order_acquire)) {
+    const uint64_t now = NowNs();
+    uint64_t last = parent.last_child_stop_ns.load(std::memory_order_relaxed);
+    while (last < now &&
+           !parent.last_child_stop_ns.compare_exchange_weak(last, now, std::memory_order_acq_rel)) {
+    }
+  }
+  MaybeComplete(parent);
+}
+
 void Profiler::MaybeComplete(CollEvent& event) {
   if (!event.stopped.load(std::memory_order_acquire)) return;
-  const uint32_t started = event.started.load(std::memory_order_acquire);
-  const uint32_t stopped = event.stopped_children.load(std::memory_order_acquire);
-  if (started == 0 || stopped < started || stopped < event.expected_children) return;
+  // Stops before starts: a child counted as stopped was counted as started before it.
+  const uint32_t kernel_stopped = event.kernel_stopped.load(std::memory_order_acquire);
+  const uint32_t proxy_stopped = event.proxy_stopped.load(std::memory_order_acquire);
+  const uint32_t kernel_started = event.kernel_started.load(std::memory_order_acquire);
+  const uint32_t proxy_started = event.proxy_started.load(std::memory_order_acquire);
+  if (kernel_started + proxy_started == 0) return;  // no child yet: enqueued, not known to run
+  if (kernel_stopped < kernel_started || proxy_stopped < proxy_started) return;
+  if (kernel_started > 0 && kernel_stopped < event.expected_channels) return;
   if (event.completed.exchange(true)) return;
   TrainingCollective record = event.record;
-  record.end_ns = NowNs();
+  record.end_ns = event.last_child_stop_ns.load(std::memory_order_acquire);
   ring_.Push(record);
 }
 

@@ -3,19 +3,35 @@
 // agent's training socket (docs/design/training.md) as collective records: one when the collective is
 // entered (NCCL's Coll event starts: the application called it) and one when it completed.
 //
-// Completion: a Coll event's stop only means NCCL enqueued the work, so the collective is complete when
-// its kernel channels are done: the KernelCh child events (one per channel) have all stopped, at least
-// coll.nChannels of them, and the Coll event was stopped. A collective whose children never come (no
-// kernel profiling, a hang) stays "entered" only, which is what the agent's hang detection needs.
+// Completion: a Coll event's stop only means NCCL enqueued the work; the work itself shows in its child
+// events, which NCCL's proxy thread starts and stops: KernelCh (one per channel the kernel ran) and
+// ProxyOp (one per channel and network peer the proxy served: a rank's network part). The collective is
+// complete when
+//   - NCCL stopped the Coll event, and
+//   - at least one child came, and every child that started has stopped, and
+//   - if kernel channels came, at least coll.nChannels of them stopped (so a channel whose start the proxy
+//     has not seen yet cannot be missed).
+// So: kernel channels only (intra-node, no network) complete it as before; ProxyOps only (the KernelCh
+// events absent: a NCCL path or version without them) complete it when the proxy ops are all done; with
+// both, when the kernel and the network parts are both done. Its end time is the last child's stop (not the
+// Coll stop, which may come later). A child that starts after the completion was reported is ignored. A
+// collective whose children never come or never stop (no child events, a hang) stays "entered" only, which
+// is what the agent's hang detection needs. ProxyStep events (one per network transfer) are not asked for:
+// their ProxyOp stops after its last step, so they would add cost and no completion. A ProxyOp run by
+// another process's proxy (PXN: its pid is not ours) cannot name its parent here and is ignored.
 //
 // Memory is fixed per communicator: collectives live in a ring of kCollSlots indexed by sequence number
 // and child events in a ring of kChildSlots; a child that refers to a collective whose slot was reused
-// since is ignored. Records go through a RecordRing to one sender thread per process that sends datagrams
-// without blocking; what the ring or the socket cannot take is counted and reported in the next datagram.
+// since is ignored (a child stop that comes after kChildSlots later children started counts for the child
+// now in its slot: the price of fixed memory). Records go through a RecordRing to one sender thread per
+// process that sends datagrams without blocking; what the ring or the socket cannot take is counted and
+// reported in the next datagram.
 //
 // Thread-safety: the entry points take any NCCL thread; a context's collective slots are written by the
 // thread that starts the collective and read by the threads of its children through atomics.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -39,14 +55,24 @@ struct EventBase {
   const Kind kind;
 };
 
+// The child events a collective's completion is read from.
+enum class ChildKind : uint8_t { kKernelChannel, kProxyOp };
+
 struct CollEvent : EventBase {
   CollEvent() : EventBase(Kind::kColl) {}
+  // Makes the slot the collective `seq` with `channels` channels (coll.nChannels); the record's other
+  // fields are the caller's.
+  void Reset(uint64_t seq, uint32_t channels);
+
   Profiler* profiler = nullptr;
   std::atomic<uint64_t> generation{~0ull};  // the sequence number of the collective in the slot
   TrainingCollective record;
-  uint32_t expected_children = 0;  // coll.nChannels
-  std::atomic<uint32_t> started{0};
-  std::atomic<uint32_t> stopped_children{0};
+  uint32_t expected_channels = 0;  // coll.nChannels
+  std::atomic<uint32_t> kernel_started{0};
+  std::atomic<uint32_t> kernel_stopped{0};
+  std::atomic<uint32_t> proxy_started{0};
+  std::atomic<uint32_t> proxy_stopped{0};
+  std::atomic<uint64_t> last_child_stop_ns{0};
   std::atomic<bool> stopped{false};
   std::atomic<bool> completed{false};
 };
@@ -55,6 +81,7 @@ struct ChildEvent : EventBase {
   ChildEvent() : EventBase(Kind::kChild) {}
   CollEvent* parent = nullptr;
   uint64_t generation = 0;
+  ChildKind child_kind = ChildKind::kKernelChannel;
 };
 
 struct CommContext {
@@ -62,6 +89,7 @@ struct CommContext {
   static constexpr size_t kChildSlots = 16384;
   Profiler* profiler = nullptr;  // acquired at init, released at finalize
   uint64_t comm = 0;
+  pid_t pid = 0;  // this process: a ProxyOp of another one (PXN) names a parent that is not ours
   int nranks = 0;
   std::unique_ptr<CollEvent[]> colls = std::make_unique<CollEvent[]>(kCollSlots);
   std::unique_ptr<ChildEvent[]> children = std::make_unique<ChildEvent[]>(kChildSlots);
@@ -83,7 +111,11 @@ class Profiler {
 
   // A collective entered: `event` is filled and its entry record queued.
   void Entered(CommContext& context, CollEvent& event);
-  // A child or the Coll event stopped: the completion record is queued once every child is done.
+  // A child started: counted on its collective.
+  static void ChildStarted(CollEvent& parent, ChildKind kind);
+  // A child stopped: counted, then as MaybeComplete.
+  void ChildStopped(CollEvent& parent, ChildKind kind);
+  // The Coll event or a child stopped: the completion record is queued once the rule above holds.
   void MaybeComplete(CollEvent& event);
 
   static uint64_t NowNs();

@@ -19,6 +19,7 @@
 #include "src/core/snapshot.h"
 #include "src/core/version.h"
 #include "src/events/classifiers/xid_catalog.h"
+#include "src/events/sources/posted_source.h"
 #include "src/node/node_state.h"
 #include "src/platform/memory.h"
 #include "src/sinks/prometheus/exposition.h"
@@ -103,15 +104,16 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
 }
 
 // Adds the attribution sources' collector and every enabled built-in collector to `scheduler`; `spans`
-// (may be null) takes the spans of the collectors that make them.
-void AddCollectors(const AgentConfig& config, NodeState& node, const AttributionSources& attribution,
-                   SpanExporter* spans, Scheduler& scheduler) {
+// (may be null) takes the spans of the collectors that make them, `training_events` the training
+// collector's hung ranks.
+void AddCollectors(const AgentConfig& config, NodeState& node, PostedEvents& training_events,
+                   const AttributionSources& attribution, SpanExporter* spans, Scheduler& scheduler) {
   if (attribution.mapping || attribution.slurm) {
     scheduler.Add(
         std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
         std::chrono::seconds(5));
   }
-  CollectorContext context{&node, spans};
+  CollectorContext context{&node, spans, &training_events};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
@@ -124,13 +126,14 @@ void AddCollectors(const AgentConfig& config, NodeState& node, const Attribution
 // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
 // `events` stays null when no event source is configured.
 Status CreateEventPath(const AgentConfig& config, NodeState& node, const SnapshotStore& store,
-                       std::unique_ptr<EventPath>* events) {
+                       PostedEvents& training_events, std::unique_ptr<EventPath>* events) {
   std::string host = config.hostname;
   if (host.empty()) {
     char buffer[256] = {};
     if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
   }
-  return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), &store, events);
+  return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), &store, &training_events,
+                           events);
 }
 
 // --once: two cycles one interval apart (at most 1 s), so that values computed between two samples
@@ -220,6 +223,8 @@ int RunAgent(const AgentConfig& config) {
   if (config.print_metrics_docs) return PrintMetricsDocs(config);
 
   NodeState node(NodeOptionsFor(config));
+  // The training collector posts its hung ranks here, the event path's "training" source reads them.
+  PostedEvents training_events;
   // Declared before the scheduler: its attribution collector points at them.
   AttributionSources attribution = StartAttribution(config, node);
   SnapshotStore store;
@@ -227,7 +232,7 @@ int RunAgent(const AgentConfig& config) {
   // scheduler, so that it outlives them. --once sends nothing.
   std::unique_ptr<EventPath> events;
   if (!config.once) {
-    Status status = CreateEventPath(config, node, store, &events);
+    Status status = CreateEventPath(config, node, store, training_events, &events);
     if (!status.ok()) {
       Log(LogLevel::kError, "cannot set up the event path", {{"error", status.ToString()}});
       return 1;
@@ -237,7 +242,7 @@ int RunAgent(const AgentConfig& config) {
   // Each cycle replaces a snapshot's worth of small allocations; hand the freed pages back so resident
   // memory shows what the agent holds, not its high-water mark.
   scheduler.SetAfterCycle(ReleaseFreedMemory);
-  AddCollectors(config, node, attribution, events ? events->spans() : nullptr, scheduler);
+  AddCollectors(config, node, training_events, attribution, events ? events->spans() : nullptr, scheduler);
   if (config.once) return RunCyclesOnce(config, scheduler, store, attribution);
 
   if (events) scheduler.Add(events->MakeCollector(), std::chrono::seconds(5));

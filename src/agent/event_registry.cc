@@ -6,6 +6,7 @@
 #include "src/events/sources/file_source.h"
 #include "src/events/sources/journal_source.h"
 #include "src/events/sources/kmsg_source.h"
+#include "src/events/sources/posted_source.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "src/sinks/otlp/otlp_metrics_sink.h"
@@ -25,7 +26,7 @@ std::string CheckpointPath(const AgentConfig& config, std::string_view name) {
 EventSourceEntry KmsgSourceEntry() {
   return {"kmsg", "kernel log records from /dev/kmsg, resumed by sequence number",
           [](const AgentConfig& config) { return !config.events_kmsg_path.empty(); },
-          [](const AgentConfig& config) -> std::unique_ptr<EventSource> {
+          [](const AgentConfig& config, const EventSourceContext&) -> std::unique_ptr<EventSource> {
             KmsgSource::Options o;
             o.reader.path = config.events_kmsg_path;
             o.reader.checkpoint_path = CheckpointPath(config, "kmsg.seq");
@@ -37,7 +38,7 @@ EventSourceEntry KmsgSourceEntry() {
 EventSourceEntry FileSourceEntry() {
   return {"file", "files matching the --events.file globs, followed through rotation",
           [](const AgentConfig& config) { return !config.events_files.empty(); },
-          [](const AgentConfig& config) -> std::unique_ptr<EventSource> {
+          [](const AgentConfig& config, const EventSourceContext&) -> std::unique_ptr<EventSource> {
             FileTailer::Options o;
             o.globs = config.events_files;
             o.checkpoint_path = CheckpointPath(config, "files.checkpoint");
@@ -50,7 +51,7 @@ EventSourceEntry FileSourceEntry() {
 EventSourceEntry JournalSourceEntry() {
   return {"journal", "the systemd journal, resumed by cursor",
           [](const AgentConfig& config) { return config.events_journal; },
-          [](const AgentConfig& config) -> std::unique_ptr<EventSource> {
+          [](const AgentConfig& config, const EventSourceContext&) -> std::unique_ptr<EventSource> {
             JournalReader::Options o;
             o.directory = config.events_journal_directory;
             o.matches = config.events_journal_matches;
@@ -60,6 +61,20 @@ EventSourceEntry JournalSourceEntry() {
             return std::make_unique<JournalSource>(std::move(o));
           },
           [] { return std::vector<MetricDescription>{}; }};
+}
+
+EventSourceEntry TrainingSourceEntry() {
+  return {"training", "the training collector's hung ranks (training_hang), once per hang episode",
+          [](const AgentConfig& config) {
+            auto it = config.collectors.find("training");
+            return it != config.collectors.end() && it->second.enabled;
+          },
+          [](const AgentConfig&, const EventSourceContext& context) -> std::unique_ptr<EventSource> {
+            static PostedEvents none(0);  // no collector posts: a source that stays empty
+            return std::make_unique<PostedEventSource>(
+                "training", context.training_events != nullptr ? context.training_events : &none);
+          },
+          &PostedEventSource::Describe};
 }
 
 // "name=value" (validated by the options) as a pair.
@@ -249,6 +264,7 @@ const EventSourceRegistry& BuiltinEventSources() {
     MustRegister(r, KmsgSourceEntry());
     MustRegister(r, FileSourceEntry());
     MustRegister(r, JournalSourceEntry());
+    MustRegister(r, TrainingSourceEntry());
     return r;
   }();
   return registry;

@@ -23,7 +23,15 @@
 namespace gpuscope {
 
 class DurableQueue;
+class PostedEvents;
 class SnapshotStore;
+
+// What the agent shares with the event sources it creates.
+struct EventSourceContext {
+  // The training collector's training_hang events (the "training" source); outlives the sources. Null:
+  // that source reads nothing.
+  PostedEvents* training_events = nullptr;
+};
 
 struct EventSourceEntry {
   static constexpr std::string_view kKind = "event source";
@@ -31,7 +39,7 @@ struct EventSourceEntry {
   std::string help;
   std::function<bool(const AgentConfig&)> enabled;
   // Called for enabled entries only, after the state directory (config.events_state_dir) exists.
-  std::function<std::unique_ptr<EventSource>(const AgentConfig&)> create;
+  std::function<std::unique_ptr<EventSource>(const AgentConfig&, const EventSourceContext&)> create;
   // The families the source appends itself (EventSource::AppendMetrics); the pipeline's per-source ones
   // (lines, truncated, errors) are described by the pipeline.
   std::function<std::vector<MetricDescription>()> describe;

@@ -45,7 +45,7 @@ EventPath::~EventPath() { Stop(); }
 
 Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
                          const GpuDirectory* gpus, const SnapshotStore* snapshots,
-                         std::unique_ptr<EventPath>* path) {
+                         PostedEvents* training_events, std::unique_ptr<EventPath>* path) {
   path->reset();
   std::vector<const EventSourceEntry*> sources;
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
@@ -88,7 +88,8 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     }
     EventPipelineOptions p;
     p.host = std::move(host);
-    for (const EventSourceEntry* entry : sources) p.sources.push_back(entry->create(config));
+    const EventSourceContext source_context{training_events};
+    for (const EventSourceEntry* entry : sources) p.sources.push_back(entry->create(config, source_context));
     p.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
     p.poll_interval = config.events_poll_interval;
     p.ship_severity =

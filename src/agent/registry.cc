@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "src/agent/training_hang_event.h"
 #include "src/attribution/attributed_collector.h"
 #include "src/attribution/proc_resolver.h"
 #include "src/collectors/gpu/gpu_collector.h"
@@ -11,6 +12,7 @@
 #include "src/collectors/slurm/slurm_scheduler_collector.h"
 #include "src/collectors/textfile/textfile_collector.h"
 #include "src/collectors/training/training_collector.h"
+#include "src/events/sources/posted_source.h"
 #include "src/node/node_state.h"
 
 namespace gpuscope {
@@ -109,6 +111,12 @@ CollectorRegistry MakeBuiltins() {
            options.spans = context.spans;
            options.traces.traces =
                ParseTrainingTraces(config.training_traces).value_or(TrainingTraces::kSlow);
+           if (PostedEvents* events = context.training_events) {
+             options.on_hang = [events](const TrainingHang& hang, const std::string& hostname,
+                                        int64_t now_ns) {
+               events->Post(TrainingHangEvent(hang, hostname, now_ns));
+             };
+           }
            return std::make_unique<TrainingCollector>(options);
          }});
   }

@@ -20,6 +20,7 @@ namespace gpuscope {
 
 class NodeState;
 class SpanExporter;
+class PostedEvents;
 
 // What the agent shares with the collectors it creates.
 struct CollectorContext {
@@ -28,6 +29,9 @@ struct CollectorContext {
   NodeState* node = nullptr;
   // Where collectors that make spans (training) hand them: the OTLP traces sink; null without one.
   SpanExporter* spans = nullptr;
+  // Where the training collector's hung ranks go as training_hang events (the event path's "training"
+  // source reads them); may be null (no events raised). Outlives the collectors.
+  PostedEvents* training_events = nullptr;
 };
 
 struct CollectorEntry {

@@ -56,6 +56,13 @@ EventAttribution AttributeEvent(const Event& event, std::string_view origin_path
       out.uuid = gpu->uuid;
     }
   }
+  // An event that names its GPU by UUID (the agent's own detectors: a training rank's GPU).
+  if (std::string_view uuid = event.Field("UUID"); out.gpu.empty() && !uuid.empty() && gpus != nullptr) {
+    if (auto key = gpus->GpuKeyOfUuid(uuid)) {
+      out.gpu = *key;
+      out.uuid = std::string(uuid);
+    }
+  }
   out.job_id = std::string(event.Field("job_id"));
   if (out.job_id.empty()) out.job_id = JobIdFromPath(origin_path);
   if (out.job_id.empty() && !out.gpu.empty() && jobs != nullptr) {

@@ -1,6 +1,7 @@
 // Ties an event to a job: through the job id the line itself names (Slurm's "JOB 1234 CANCELLED", a memory
 // cgroup's ".../job_1234/..."), the job id in the path of the file it came from (slurm-1234.out), or the
-// GPU it is about (an XID names the GPU's PCI bus id → GpuDirectory → JobTable). User and account come
+// GPU it is about (an XID names the GPU's PCI bus id, the agent's training_hang its GPU's UUID →
+// GpuDirectory → JobTable). User and account come
 // from the JobTable when it knows the job.
 //
 // Thread-safety: pure functions over the given snapshots.

@@ -130,8 +130,13 @@ void EventPipeline::PollSource(EventSource& source) {
 void EventPipeline::ProcessLine(std::string_view source, const EventLine& in) {
   // The hot path: most lines match nothing and take no lock.
   const std::string_view line = in.text;
-  std::optional<Event> event = ClassifyKernelLine(line);
-  if (!event && !in.kernel_only) event = ClassifyJobLine(line);
+  std::optional<Event> event;
+  if (in.event != nullptr) {
+    event = *in.event;
+  } else {
+    event = ClassifyKernelLine(line);
+    if (!event && !in.kernel_only) event = ClassifyJobLine(line);
+  }
   if (!event) return;
   const int64_t time_unix_ns = in.time_unix_ns != 0 ? in.time_unix_ns : NowUnixNs();
   const double seconds = static_cast<double>(time_unix_ns) / 1e9;

@@ -1,7 +1,8 @@
 // EventPipeline: the event path of the agent. One thread polls the sources it is given (EventSource,
 // src/events/event_source.h: /dev/kmsg, log files, the systemd journal, ...), classifies every line
 // (kernel family: XID, SXid, OOM, Slurm interruptions; job family: NCCL, IB completion errors, PyTorch
-// watchdog timeouts, CUDA errors and OOM; a kernel-only line gets the kernel family only), attributes each
+// watchdog timeouts, CUDA errors and OOM; a kernel-only line gets the kernel family only; a line that comes
+// with its event, from the agent's own detectors, is not classified again), attributes each
 // event to a GPU and a job, counts it, feeds kernel-log XIDs into the XidLedger (merged there with
 // NVML's), and hands events at or above the ship severity to `ship` (the agent binds it to the durable
 // queue of the push sinks).

@@ -113,6 +113,7 @@ std::vector<std::pair<std::string, std::string>> EventRecordMetadata(const Event
   for (const auto& [key, value] : r.event.fields) {
     if (key == "message" || value.empty()) continue;
     if (key == "job_id" && !r.job_id.empty()) continue;  // already hpc_job
+    if (key == "UUID" && !r.uuid.empty()) continue;      // already the attribution's
     out.emplace_back(key, value);
   }
   return out;

@@ -1,8 +1,8 @@
-// EventSource: where log lines enter the event path (/dev/kmsg, tailed files, the systemd journal today;
-// the training socket and others next). The EventPipeline polls every source at its interval, classifies
-// each line a source hands it, and counts lines, truncations and errors per source (label source=Name());
-// it knows sources only through this interface. Sources are created by name from the agent's registry
-// (src/agent/event_registry.h).
+// EventSource: where log lines enter the event path (/dev/kmsg, tailed files, the systemd journal, and the
+// events the agent's own detectors raise: PostedEventSource, e.g. the training source's hung ranks). The
+// EventPipeline polls every source at its interval, classifies each line a source hands it, and counts lines,
+// truncations and errors per source (label source=Name()); it knows sources only through this interface.
+// Sources are created by name from the agent's registry (src/agent/event_registry.h).
 //
 // A source keeps its own position: Poll() delivers what arrived since the last call, in order, then
 // checkpoints (so a restart resumes there; a crash between the two re-reads rather than loses). A source
@@ -21,6 +21,7 @@
 
 #include "src/core/metric.h"
 #include "src/core/status.h"
+#include "src/events/event.h"
 
 namespace gpuscope {
 
@@ -31,6 +32,9 @@ struct EventLine {
   int64_t time_unix_ns = 0;     // when it was logged; 0: the pipeline stamps it with the time it was read
   bool kernel_only = false;     // a kernel log record: only the kernel classifiers apply
   bool origin_is_path = false;  // origin is a file path that may name the job (slurm-1234.out, job_1234/)
+  // The event of the line when the source knows it already (the agent's own detectors): the classifiers
+  // are skipped. Null for log lines.
+  const Event* event = nullptr;
 };
 
 class EventSource {

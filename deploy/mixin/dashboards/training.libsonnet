@@ -108,7 +108,7 @@ function(c)
 
       lib.row('Interruptions'),
       lib.timeseries("Events on the jobs' nodes by class", [
-        lib.target('sum by (class) (increase(gpuscope_events_total{%s, class=~"nccl|nccl_watchdog|cuda|cuda_oom|oom|xid|sxid|ib_completion|slurm_interruption"}[$__rate_interval]) and on(instance) group by (instance) (gpuscope_job_info{%s}))' % [c.sel.cluster, jobs], '{{class}}'),
+        lib.target('sum by (class) (increase(gpuscope_events_total{%s, class=~"nccl|nccl_watchdog|training_hang|cuda|cuda_oom|oom|xid|sxid|ib_completion|slurm_interruption"}[$__rate_interval]) and on(instance) group by (instance) (gpuscope_job_info{%s}))' % [c.sel.cluster, jobs], '{{class}}'),
       ], bars=true, stack=true, description='Classified kernel and job-log events (NCCL errors and watchdog timeouts, CUDA errors and OOM, kernel OOM kills, XID/SXid, IB completion errors, Slurm interruptions) on the nodes running the selected jobs.'),
       lib.timeseries("XID errors on the jobs' GPUs", [
         lib.target('sum by (%s, xid) (%s)' % [j, c.withOwner(c.increase('gpuscope_xid_errors_total{%s}' % s, '$__rate_interval'), jobs)], '{{%s}} XID {{xid}}' % j),

@@ -273,10 +273,16 @@ Status TrainingCollector::Collect(std::vector<MetricFamily>& out) {
   std::string hostname = options_.hostname;
   if (hostname.empty() && options_.node != nullptr) hostname = options_.node->gpus().Current()->hostname;
   ExportSpans(hostname);
+  const int64_t now = NowNs();
   MutexLock lock(&mu_);
-  state_.set_hostname(std::move(hostname));
-  state_.AppendFamilies(NowNs(), out);
+  state_.set_hostname(hostname);
+  state_.AppendFamilies(now, out);
   spans_.AppendFamilies(out);
+  for (const TrainingHang& hang : state_.TakeNewHangs(now)) {
+    Log(LogLevel::kWarn, "training rank hung",
+        {{"job", hang.job}, {"rank", std::to_string(hang.rank)}, {"seq", std::to_string(hang.seq)}});
+    if (options_.on_hang) options_.on_hang(hang, hostname, now);
+  }
   MetricFamily datagrams = SelfFamily(0);
   datagrams.samples.emplace_back(Labels{}, static_cast<double>(datagrams_));
   out.push_back(std::move(datagrams));

@@ -6,8 +6,10 @@
 // at its local rank: SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES); a datagram whose hello
 // claims another job or rank is rejected and counted, as are malformed, oversized and credential-less
 // ones. Accepted datagrams feed a TrainingState and, when the agent has a traces sink (`spans`), a
-// TrainingSpans; Collect() renders the state and the source's own counters and hands the spans of the
-// traced steps to the traces sink (on the collector's thread: the receive thread never waits for it).
+// TrainingSpans; Collect() renders the state and the source's own counters, hands the spans of the
+// traced steps to the traces sink (on the collector's thread: the receive thread never waits for it),
+// and hands each new hang episode (a rank the wavefront passed) to `on_hang`, once per episode (the agent
+// makes it the training_hang event of the event path's "training" source).
 //
 // The socket is bound at the first Collect(); when it cannot be (directory not writable, path taken by
 // something that is not a socket) Collect() reports the error, the collector is unhealthy, and the next
@@ -42,6 +44,9 @@ struct TrainingCollectorOptions {
   std::string procfs = "/proc";
   const NodeState* node = nullptr;  // GPU of a pid; may be null (no GPU labels)
   std::string hostname;             // the Hostname label; the GPU inventory's when empty
+  // Called once per hang episode, under the collector's lock (keep it short): the agent posts the
+  // training_hang event. May be empty.
+  std::function<void(const TrainingHang&, const std::string& hostname, int64_t now_ns)> on_hang;
   TrainingStateOptions state;
   // Where the spans of traced steps go (the OTLP traces sink); null: no traces, no detail kept.
   SpanExporter* spans = nullptr;

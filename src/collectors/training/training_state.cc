@@ -195,8 +195,13 @@ void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collec
       rank.collectives[{std::min<uint8_t>(collective.op, kOps.size()), SizeClass(collective.bytes)}];
   ++totals.count;
   totals.seconds += Seconds(collective.begin_ns, collective.end_ns);
-  rank.recent_collectives.push_back({collective.begin_ns, collective.end_ns});
-  if (rank.recent_collectives.size() > options_.collectives_kept) rank.recent_collectives.pop_front();
+  // Kept in the order of their ends (records of two producers interleave, so an arrival may go a little
+  // before the last): a step then looks only at the collectives that ended after it began.
+  auto& recent = rank.recent_collectives;
+  const auto at = std::upper_bound(recent.begin(), recent.end(), collective.end_ns,
+                                   [](uint64_t end, const Interval& c) { return end < c.end_ns; });
+  recent.insert(at, Interval{collective.begin_ns, collective.end_ns});
+  if (recent.size() > options_.collectives_kept) recent.pop_front();
 }
 
 void TrainingState::AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
@@ -220,7 +225,11 @@ void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
   const double duration = Seconds(step.begin_ns, step.end_ns);
   // The union of the collectives' time within the step: concurrent ones (DDP's buckets) count once.
   std::vector<Interval> within;
-  for (const Interval& c : rank.recent_collectives) {
+  const auto& recent = rank.recent_collectives;
+  const auto first = std::partition_point(recent.begin(), recent.end(),
+                                          [&](const Interval& c) { return c.end_ns <= step.begin_ns; });
+  for (auto it = first; it != recent.end(); ++it) {
+    const Interval& c = *it;
     const uint64_t begin = std::max(c.begin_ns, step.begin_ns);
     const uint64_t end = std::min(c.end_ns, step.end_ns);
     if (end > begin) within.push_back({begin, end});
@@ -289,7 +298,7 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
 
   // Per job: the fastest local median, and per communicator the furthest sequence number.
   std::map<std::string, double> fastest;
-  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest = Wavefront();
   std::map<Key, double> medians;
   for (const auto& [key, rank] : ranks_) {
     if (!rank.recent_compute.empty()) {
@@ -297,10 +306,6 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       medians[key] = median;
       auto [it, inserted] = fastest.emplace(key.first, median);
       if (!inserted) it->second = std::min(it->second, median);
-    }
-    for (const auto& [comm, progress] : rank.communicators) {
-      uint64_t& seq = furthest[{key.first, comm}];
-      seq = std::max(seq, progress.seq);
     }
   }
 
@@ -338,14 +343,43 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       const Labels labels = Labels::Extend(base, {{"comm", CommLabel(comm)}});
       families[kSeq].samples.emplace_back(labels, static_cast<double>(progress.seq));
       families[kProgress].samples.emplace_back(labels, static_cast<double>(progress.advanced_ns) / 1e9);
-      const bool behind = progress.seq < furthest[{key.first, comm}];
-      const bool stalled = now_ns - progress.advanced_ns >= options_.hang_after_ns;
-      families[kHung].samples.emplace_back(labels, behind && stalled ? 1.0 : 0.0);
+      families[kHung].samples.emplace_back(labels,
+                                           Hung(progress, furthest[{key.first, comm}], now_ns) ? 1.0 : 0.0);
     }
   }
   for (MetricFamily& family : families) {
     if (!family.samples.empty()) out.push_back(std::move(family));
   }
+}
+
+std::map<std::pair<std::string, uint64_t>, uint64_t> TrainingState::Wavefront() const {
+  std::map<std::pair<std::string, uint64_t>, uint64_t> furthest;
+  for (const auto& [key, rank] : ranks_) {
+    for (const auto& [comm, progress] : rank.communicators) {
+      uint64_t& seq = furthest[{key.first, comm}];
+      seq = std::max(seq, progress.seq);
+    }
+  }
+  return furthest;
+}
+
+bool TrainingState::Hung(const Progress& progress, uint64_t furthest, int64_t now_ns) const {
+  return progress.seq < furthest && now_ns - progress.advanced_ns >= options_.hang_after_ns;
+}
+
+std::vector<TrainingHang> TrainingState::TakeNewHangs(int64_t now_ns) {
+  std::vector<TrainingHang> out;
+  const auto furthest = Wavefront();
+  for (auto& [key, rank] : ranks_) {
+    for (auto& [comm, progress] : rank.communicators) {
+      const uint64_t front = furthest.at({key.first, comm});
+      if (progress.hang_taken || !Hung(progress, front, now_ns)) continue;
+      progress.hang_taken = true;
+      out.push_back(TrainingHang{key.first, key.second, rank.gpu, rank.uuid, comm, progress.seq, progress.op,
+                                 front, static_cast<double>(now_ns - progress.advanced_ns) / 1e9});
+    }
+  }
+  return out;
 }
 
 std::vector<MetricDescription> TrainingState::Describe() {

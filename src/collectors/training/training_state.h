@@ -14,6 +14,8 @@
 //     training the step time is the same on every rank; the time outside collectives is not.
 //   - hung ranks: per communicator, a rank whose sequence number is behind another local rank's and has
 //     not advanced for `hang_after`: the others entered a collective this one never did (the wavefront).
+//     A hang episode (the rank, the communicator, the sequence number it is stuck at) is handed out once
+//     by TakeNewHangs() (the training_hang event); it ends when the sequence number advances.
 // Memory is bounded per rank (a window of recent collectives and compute times, at most
 // `max_communicators` communicators); a rank silent for `rank_expiry` is forgotten, and so are its series.
 //
@@ -41,6 +43,18 @@ struct TrainingIdentity {
   std::string uuid;  // that GPU's UUID; else empty
 };
 
+// A rank found hung: the wavefront passed it on a communicator (TrainingState::TakeNewHangs).
+struct TrainingHang {
+  std::string job;
+  int32_t rank = -1;
+  std::string gpu, uuid;  // as the identity gave them; may be empty
+  uint64_t comm = 0;
+  uint64_t seq = 0;            // the rank's latest collective on the communicator (entered or completed)
+  uint8_t op = 0;              // that collective's operation (the wire's code)
+  uint64_t furthest_seq = 0;   // the furthest any local rank of the job reached on it
+  double stalled_seconds = 0;  // since the rank's sequence number last advanced
+};
+
 struct TrainingStateOptions {
   std::string hostname;  // the Hostname label, as on the GPU series
   size_t score_window = 20;
@@ -59,6 +73,10 @@ class TrainingState {
 
   // Forgets ranks silent for rank_expiry, then appends the per-rank families.
   void AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& out);
+
+  // The hung ranks (as gpuscope_training_rank_hung says at `now_ns`) not handed out before for the
+  // sequence number they are stuck at: each hang episode once.
+  std::vector<TrainingHang> TakeNewHangs(int64_t now_ns);
 
   size_t ranks() const { return ranks_.size(); }
   // The Hostname label from now on (the training collector takes the GPU inventory's when it had none).
@@ -84,14 +102,15 @@ class TrainingState {
     uint64_t seq = 0;
     int64_t advanced_ns = 0;  // agent time when seq last grew
     uint8_t op = 0;           // of the latest collective
+    bool hang_taken = false;  // this seq's hang was handed out by TakeNewHangs
   };
   struct Rank {
     std::string gpu, uuid;
     int64_t last_seen_ns = 0;
     uint64_t steps = 0, samples = 0;
     double step_seconds = 0, compute_seconds = 0, collective_seconds_in_steps = 0;
-    std::deque<double> recent_compute;  // seconds outside collectives, last score_window steps
-    std::deque<Interval> recent_collectives;
+    std::deque<double> recent_compute;        // seconds outside collectives, last score_window steps
+    std::deque<Interval> recent_collectives;  // the last collectives_kept completed ones, by end time
     std::map<std::pair<uint8_t, std::string_view>, CollectiveTotals> collectives;
     uint64_t entered_collectives = 0;
     double dataloader_wait_seconds = 0;
@@ -102,6 +121,10 @@ class TrainingState {
     std::map<uint64_t, Progress> communicators;
   };
   using Key = std::pair<std::string, int32_t>;  // (job, rank)
+
+  // Per (job, communicator): the furthest sequence number a local rank of the job reached.
+  std::map<std::pair<std::string, uint64_t>, uint64_t> Wavefront() const;
+  bool Hung(const Progress& progress, uint64_t furthest, int64_t now_ns) const;
 
   void ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
   void AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns);

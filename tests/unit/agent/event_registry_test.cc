@@ -15,7 +15,9 @@
 
 #include "src/agent/events.h"
 #include "src/agent/registry.h"
+#include "src/agent/training_hang_event.h"
 #include "src/core/snapshot.h"
+#include "src/events/sources/posted_source.h"
 #include "src/sinks/queue/durable_queue.h"
 
 namespace gpuscope {
@@ -47,6 +49,7 @@ class EventRegistryTest : public ::testing::Test {
     config.events_journal_directory = (dir_ / "journal").string();
     config.loki_url = "http://127.0.0.1:1/loki/api/v1/push";
     config.otlp_url = "http://127.0.0.1:1/v1/logs";
+    config.collectors["training"].enabled = true;
     return config;
   }
 
@@ -91,7 +94,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   std::vector<std::string> sources, sinks;
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
-  EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal"}));
+  EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal", "training"}));
   EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics", "otlp_traces"}));
 }
 
@@ -105,6 +108,7 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["kmsg"].events_kmsg_path = "/dev/kmsg";
   only["file"].events_files = {"/var/log/slurm/*.log"};
   only["journal"].events_journal = true;
+  only["training"].collectors["training"].enabled = true;  // the training collector's hung ranks
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
   only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
@@ -123,7 +127,8 @@ TEST_F(EventRegistryTest, EverySourceIsBuiltFromTheConfigUnderItsNameAndDescribe
   const AgentConfig config = AllOn();
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
     ASSERT_TRUE(entry.enabled(config)) << entry.name;
-    std::unique_ptr<EventSource> source = entry.create(config);
+    PostedEvents training_events;
+    std::unique_ptr<EventSource> source = entry.create(config, EventSourceContext{&training_events});
     ASSERT_NE(source, nullptr) << entry.name;
     EXPECT_EQ(source->Name(), entry.name);
     source->Poll([](const EventLine&) {});  // the journal directory has no journal: an error is fine here
@@ -202,10 +207,10 @@ TEST_F(EventRegistryTest, OnlyTheTracesSinkTakesSpansAndTheEventPathHandsItOut) 
   AgentConfig config;
   config.events_state_dir = (dir_ / "state").string();
   std::unique_ptr<EventPath> path;
-  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, nullptr, &path).ok());
   EXPECT_EQ(path, nullptr);  // nothing configured
   config.otlp_traces_url = "http://127.0.0.1:1/v1/traces";
-  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, nullptr, &path).ok());
   ASSERT_NE(path, nullptr);
   ASSERT_NE(path->spans(), nullptr);
   ASSERT_TRUE(path->Start().ok());
@@ -229,6 +234,57 @@ TEST(EventRegistry, TheEventsCollectorDescribesEveryRegisteredSourceAndSinkOnce)
   EXPECT_TRUE(names.count("gpuscope_event_files_skipped_total"));
 }
 
+// What the training collector posts for a hung rank comes out of the "training" source as a training_hang
+// event naming job, rank, node, GPU, communicator, the sequence number and how long.
+TEST(EventRegistry, TheTrainingSourceHandsOnTheHangEventOfARank) {
+  AgentConfig config;
+  config.collectors["training"].enabled = true;
+  PostedEvents posted;
+  std::unique_ptr<EventSource> source;
+  for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
+    if (entry.name == "training") source = entry.create(config, EventSourceContext{&posted});
+  }
+  ASSERT_NE(source, nullptr);
+  TrainingHang hang;
+  hang.job = "1234";
+  hang.rank = 3;
+  hang.gpu = "2";
+  hang.uuid = "GPU-abc";
+  hang.comm = 0xab;
+  hang.seq = 18;
+  hang.op = 4;
+  hang.furthest_seq = 20;
+  hang.stalled_seconds = 65.4;
+  ASSERT_TRUE(posted.Post(TrainingHangEvent(hang, "node7", 42)));
+  int lines = 0;
+  ASSERT_TRUE(
+      source
+          ->Poll([&](const EventLine& line) {
+            ++lines;
+            EXPECT_EQ(line.time_unix_ns, 42);
+            EXPECT_EQ(line.origin, "training");
+            EXPECT_EQ(line.text,
+                      "training_hang: rank 3 of job 1234 on node7 GPU 2 has not passed collective seq 18 "
+                      "(all_reduce) on communicator 0x00000000000000ab for 65 s while other ranks "
+                      "reached seq 20");
+            ASSERT_NE(line.event, nullptr);
+            EXPECT_EQ(line.event->event_class, "training_hang");
+            EXPECT_EQ(line.event->severity, EventSeverity::kError);
+            EXPECT_EQ(line.event->fields,
+                      (std::vector<std::pair<std::string, std::string>>{{"job_id", "1234"},
+                                                                        {"rank", "3"},
+                                                                        {"Hostname", "node7"},
+                                                                        {"UUID", "GPU-abc"},
+                                                                        {"comm", "0x00000000000000ab"},
+                                                                        {"seq", "18"},
+                                                                        {"op", "all_reduce"},
+                                                                        {"furthest_seq", "20"},
+                                                                        {"stalled_seconds", "65"}}));
+          })
+          .ok());
+  EXPECT_EQ(lines, 1);
+}
+
 // The event path creates only what the config turns on and runs it end to end: a file source into the
 // queue of one sink, whose metrics and the file source's are those of the events collector.
 TEST_F(EventRegistryTest, TheEventPathRunsWhatTheConfigTurnsOn) {
@@ -240,7 +296,7 @@ TEST_F(EventRegistryTest, TheEventPathRunsWhatTheConfigTurnsOn) {
   std::ofstream(dir_ / "logs" / "slurm-2.out")
       << "slurmstepd: error: *** JOB 2 ON node1 CANCELLED AT 2026-11-29T10:00:00 DUE TO TIME LIMIT ***\n";
   std::unique_ptr<EventPath> path;
-  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, &path).ok());
+  ASSERT_TRUE(EventPath::Create(config, "node1", nullptr, nullptr, nullptr, nullptr, nullptr, &path).ok());
   ASSERT_NE(path, nullptr);
   std::unique_ptr<Collector> collector = path->MakeCollector();
   std::vector<MetricFamily> families;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "src/events/sources/file_source.h"
 #include "src/events/sources/kmsg_source.h"
+#include "src/events/sources/posted_source.h"
 #include "src/node/gpu_directory.h"
 #include "src/node/job_table.h"
 #include "src/node/xid_ledger.h"
@@ -336,6 +338,71 @@ TEST_F(EventPipelineTest, TwoSourcesOfOneNameAreRefused) {
   Status status = pipeline.Start();
   EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(status.message().find("'file'"), std::string::npos) << status.message();
+}
+
+// The agent's own detectors post events already classified (PostedEventSource): the pipeline counts them
+// under the source's name, attributes them (job from job_id, GPU from UUID) and ships them with their
+// line, without running the classifiers over that line.
+TEST_F(EventPipelineTest, APostedEventIsShippedAsPostedAttributedAndNeverReclassified) {
+  PostedEvents posted;
+  EventPipelineOptions o = Options();
+  o.sources.clear();
+  o.sources.push_back(std::make_unique<PostedEventSource>("training", &posted));
+  EventPipeline pipeline(std::move(o), &ledger_, &jobs_, &gpus_);
+  PostedEvent hang;
+  hang.event.event_class = "training_hang";
+  hang.event.severity = EventSeverity::kError;
+  hang.event.summary = "rank 3 hung";
+  hang.event.fields = {{"job_id", "4242"}, {"rank", "3"}, {"UUID", "GPU-one"}, {"seq", "18"}};
+  hang.line = kXidLine;  // a line a classifier would take for an XID: the posted event wins
+  hang.origin = "training";
+  hang.time_unix_ns = 1'700'000'000'000'000'000;
+  ASSERT_TRUE(posted.Post(hang));
+  pipeline.PollOnce();
+
+  ASSERT_EQ(shipped_.size(), 1u);
+  const EventRecord& r = shipped_[0];
+  EXPECT_EQ(r.source, "training");
+  EXPECT_EQ(r.origin, "training");
+  EXPECT_EQ(r.time_unix_ns, 1'700'000'000'000'000'000);
+  EXPECT_EQ(r.line, kXidLine);
+  EXPECT_EQ(r.event.event_class, "training_hang");
+  EXPECT_EQ(r.job_id, "4242");
+  EXPECT_EQ(r.user, "alice");
+  EXPECT_EQ(r.gpu, "1") << "the GPU its UUID names";
+  EXPECT_EQ(r.uuid, "GPU-one");
+  const auto metadata = EventRecordMetadata(r);
+  EXPECT_EQ(
+      std::count_if(metadata.begin(), metadata.end(), [](const auto& kv) { return kv.first == "UUID"; }), 1)
+      << "the UUID once, as the attribution's";
+  EXPECT_TRUE(ledger_.Entries().empty()) << "not an XID";
+  const auto metrics = pipeline.Metrics();
+  EXPECT_EQ(Value(metrics, "gpuscope_events_total",
+                  {{"source", "training"}, {"class", "training_hang"}, {"severity", "error"}}),
+            1);
+  EXPECT_EQ(Value(metrics, "gpuscope_events_total", {{"class", "xid"}}), -1);
+  EXPECT_EQ(Value(metrics, "gpuscope_event_posted_dropped_total", {{"source", "training"}}), 0);
+  pipeline.PollOnce();
+  EXPECT_EQ(shipped_.size(), 1u) << "handed over once";
+}
+
+TEST(PostedEvents, AFullQueueLosesTheNewEventAndCountsIt) {
+  PostedEvents posted(2);
+  PostedEventSource source("training", &posted);
+  for (int i = 0; i < 3; ++i) {
+    PostedEvent event;
+    event.line = "event " + std::to_string(i);
+    EXPECT_EQ(posted.Post(std::move(event)), i < 2) << i;
+  }
+  std::vector<std::string> lines;
+  ASSERT_TRUE(source.Poll([&](const EventLine& line) { lines.emplace_back(line.text); }).ok());
+  EXPECT_EQ(lines, (std::vector<std::string>{"event 0", "event 1"}));
+  std::vector<MetricFamily> families;
+  source.AppendMetrics(families);
+  EXPECT_EQ(Value(families, "gpuscope_event_posted_dropped_total", {{"source", "training"}}), 1);
+  PostedEvent after;
+  after.line = "room again";
+  EXPECT_TRUE(posted.Post(std::move(after)));
 }
 
 }  // namespace

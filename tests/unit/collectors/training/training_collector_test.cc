@@ -1,7 +1,8 @@
 // TrainingCollector (src/collectors/training/training_collector.h) on a real unix datagram socket: the
 // kernel names the sender, claims that disagree with the agent's identity of that pid are rejected by
 // reason, hostile datagrams are counted, a path the agent must not take is refused with a clear error, and
-// traced steps reach the traces sink (the SpanExporter) under the agent's identity, only when there is one.
+// traced steps reach the traces sink (the SpanExporter) under the agent's identity, only when there is one,
+// and a rank the others left behind is handed to the hang hook once per episode.
 #include "src/collectors/training/training_collector.h"
 
 #include <gtest/gtest.h>
@@ -306,6 +307,55 @@ TEST_F(TrainingCollectorTest, EveryFamilyCollectedIsDescribed) {
     ASSERT_TRUE(described.count(family.name)) << family.name;
     EXPECT_EQ(described[family.name], family.type) << family.name;
   }
+}
+
+// Rank 1 stops after seq 2 on communicator 7 while rank 0 goes on to 5: past the threshold, the hook hears
+// of it at the next collection, and at none after (one episode).
+TEST_F(TrainingCollectorTest, ARankLeftBehindIsHandedToTheHangHookOncePerEpisode) {
+  int64_t now = 1'700'000'000'000'000'000;
+  TrainingCollectorOptions options = Options();
+  options.resolve = [](uint32_t) -> std::optional<TrainingIdentity> {
+    return TrainingIdentity{"4242", -1, "1", "GPU-1"};  // no rank variable: the hello's claim holds
+  };
+  options.now_ns = [&now] { return now; };
+  options.state.hang_after_ns = 60'000'000'000;
+  std::vector<std::pair<TrainingHang, std::string>> hangs;
+  options.on_hang = [&](const TrainingHang& hang, const std::string& hostname, int64_t) {
+    hangs.emplace_back(hang, hostname);
+  };
+  TrainingCollector collector(options);
+  ASSERT_TRUE(collector.Start().ok());
+  Client client;
+  for (auto [rank, last_seq] : {std::pair{0, 5}, std::pair{1, 2}}) {
+    std::string datagram;
+    AppendTrainingHeader(&datagram, 0);
+    AppendTrainingHello(&datagram, TrainingHello{rank, rank, 2, "4242"});
+    for (int seq = 0; seq <= last_seq; ++seq) {
+      TrainingCollective c;
+      c.comm = 7;
+      c.seq = static_cast<uint64_t>(seq);
+      c.op = 4;
+      c.begin_ns = 1;
+      c.end_ns = 2;
+      AppendTrainingCollective(&datagram, c);
+    }
+    FinishTrainingDatagram(&datagram, static_cast<uint16_t>(2 + last_seq));
+    ASSERT_TRUE(client.Send(dir_.path() + "/run/training.sock", datagram));
+  }
+  WaitForDatagrams(collector, 2);
+  EXPECT_TRUE(hangs.empty());
+  now += 61'000'000'000;
+  Values(collector);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].first.rank, 1);
+  EXPECT_EQ(hangs[0].first.job, "4242");
+  EXPECT_EQ(hangs[0].first.seq, 2u);
+  EXPECT_EQ(hangs[0].first.furthest_seq, 5u);
+  EXPECT_EQ(hangs[0].first.uuid, "GPU-1");
+  EXPECT_EQ(hangs[0].second, "node1");
+  now += 10'000'000'000;
+  Values(collector);
+  EXPECT_EQ(hangs.size(), 1u) << "the same episode is not handed out again";
 }
 
 }  // namespace

@@ -139,6 +139,43 @@ TEST(TrainingState, ARankThatNeverEntersTheNextCollectiveIsHungWhileTheOthersWai
   EXPECT_EQ(late["gpuscope_training_collectives_entered_total"].at("rank=0,"), 1);
 }
 
+TEST(TrainingState, EachHangEpisodeIsHandedOutOnceAndANewOneAfterTheRankMovedOn) {
+  TrainingStateOptions options;
+  options.hang_after_ns = 60 * kSecond;
+  TrainingState state(options);
+  const int64_t t0 = static_cast<int64_t>(kT0);
+  // Both ranks complete seq 0..7; rank 1 stops, rank 0 goes on to 10.
+  for (uint64_t seq = 0; seq <= 7; ++seq) {
+    for (int32_t rank = 0; rank < 2; ++rank) state.Apply(Rank(rank), Step(seq, kT0, 1, 0.5, seq), t0);
+  }
+  for (uint64_t seq = 8; seq <= 10; ++seq)
+    state.Apply(Rank(0), Step(seq, kT0, 1, 0.5, seq), t0 + 5 * kSecond);
+  EXPECT_TRUE(state.TakeNewHangs(t0 + 59 * kSecond).empty()) << "not yet past the threshold";
+  const std::vector<TrainingHang> hangs = state.TakeNewHangs(t0 + 61 * kSecond);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].job, "100");
+  EXPECT_EQ(hangs[0].rank, 1);
+  EXPECT_EQ(hangs[0].gpu, "1");
+  EXPECT_EQ(hangs[0].uuid, "GPU-1");
+  EXPECT_EQ(hangs[0].comm, 0xC0FFEEu);
+  EXPECT_EQ(hangs[0].seq, 7u);
+  EXPECT_EQ(hangs[0].op, 4);
+  EXPECT_EQ(hangs[0].furthest_seq, 10u);
+  EXPECT_DOUBLE_EQ(hangs[0].stalled_seconds, 61);
+  // Every later cycle of the same episode: nothing new, though the gauge still says hung.
+  for (int64_t later : {62, 120, 600}) EXPECT_TRUE(state.TakeNewHangs(t0 + later * kSecond).empty()) << later;
+  EXPECT_EQ(
+      Render(state, t0 + 130 * kSecond)["gpuscope_training_rank_hung"].at("rank=1,comm=0x0000000000c0ffee,"),
+      1);
+  // Rank 1 catches up to 8 (the episode ends), then stalls there while rank 0 is at 10: a new episode.
+  state.Apply(Rank(1), Step(8, kT0, 1, 0.5, 8), t0 + 200 * kSecond);
+  EXPECT_TRUE(state.TakeNewHangs(t0 + 230 * kSecond).empty());
+  const std::vector<TrainingHang> again = state.TakeNewHangs(t0 + 261 * kSecond);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].seq, 8u);
+  EXPECT_DOUBLE_EQ(again[0].stalled_seconds, 61);
+}
+
 TEST(TrainingState, ConcurrentCollectivesInAStepCountOnce) {
   TrainingState state({});
   TrainingDatagram datagram;
@@ -151,6 +188,36 @@ TEST(TrainingState, ConcurrentCollectivesInAStepCountOnce) {
   }
   datagram.steps.push_back({0, kT0, kT0 + kSecond, 1});
   state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  auto families = Render(state, static_cast<int64_t>(kT0));
+  EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=0,"), 0.6, 1e-9);
+  EXPECT_NEAR(families["gpuscope_training_compute_seconds_total"].at("rank=0,"), 0.4, 1e-9);
+}
+
+TEST(TrainingState, CollectivesArrivingOutOfOrderFromTwoProducersCountInTheirStep) {
+  TrainingStateOptions options;
+  options.collectives_kept = 64;
+  TrainingState state(options);
+  auto collective = [](double begin, double end) {
+    TrainingCollective c;
+    c.begin_ns = kT0 + static_cast<uint64_t>(begin * kSecond);
+    c.end_ns = kT0 + static_cast<uint64_t>(end * kSecond);
+    return c;
+  };
+  // More collectives of earlier steps than the window keeps, so the step's own are at its end.
+  TrainingDatagram earlier;
+  for (int i = 0; i < 100; ++i) earlier.collectives.push_back(collective(-10.0 + 0.05 * i, -9.99 + 0.05 * i));
+  state.Apply(Rank(0), earlier, static_cast<int64_t>(kT0));
+  // The NCCL plugin's batch comes after the Python package's: ends out of order, and a late one of the
+  // previous step. Inside the 1 s step: [0.2, 0.4] and the union of [0.6, 0.9] and [0.5, 0.7]: 0.6 s.
+  TrainingDatagram python;
+  python.collectives.push_back(collective(0.6, 0.9));
+  state.Apply(Rank(0), python, static_cast<int64_t>(kT0));
+  TrainingDatagram plugin;
+  plugin.collectives.push_back(collective(0.2, 0.4));
+  plugin.collectives.push_back(collective(-0.5, -0.1));
+  plugin.collectives.push_back(collective(0.5, 0.7));
+  plugin.steps.push_back({0, kT0, kT0 + kSecond, 1});
+  state.Apply(Rank(0), plugin, static_cast<int64_t>(kT0));
   auto families = Render(state, static_cast<int64_t>(kT0));
   EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=0,"), 0.6, 1e-9);
   EXPECT_NEAR(families["gpuscope_training_compute_seconds_total"].at("rank=0,"), 0.4, 1e-9);
