@@ -111,27 +111,30 @@ bool SampleLabelsValid(const Labels& labels) {
   return true;
 }
 
+// Appends `{name="value"` (the first pair) or `,name="value"`.
+inline void AppendLabel(std::string_view name, std::string_view value, bool first, std::string& out) {
+  out.push_back(first ? '{' : ',');
+  out.append(name);
+  out.append("=\"");
+  AppendEscaped(value, /*escape_quote=*/true, out);
+  out.push_back('"');
+}
+
 // Appends `name{labels}` with `le="..."` last when `le` is set. A label with an empty value is the same
 // as no label to Prometheus, so it is not written: a family keeps one label set in the model (e.g.
 // hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's where the value is absent.
-void AppendSeries(std::string_view name, std::string_view suffix, const Labels& labels, std::string_view le,
-                  std::string& out) {
+inline void AppendSeries(std::string_view name, std::string_view suffix, const Labels& labels,
+                         std::string_view le, std::string& out) {
   out.append(name);
-  out.append(suffix);
+  if (!suffix.empty()) out.append(suffix);
   bool first = true;
   for (const auto& [label, value] : labels) {
     if (value.empty()) continue;
-    out.push_back(first ? '{' : ',');
+    AppendLabel(label, value, first, out);
     first = false;
-    out.append(label);
-    out.append("=\"");
-    AppendEscaped(value, /*escape_quote=*/true, out);
-    out.push_back('"');
   }
   if (!le.empty()) {
-    out.append(first ? "{le=\"" : ",le=\"");
-    out.append(le);
-    out.push_back('"');
+    AppendLabel("le", le, first, out);
     first = false;
   }
   if (!first) out.push_back('}');
@@ -151,15 +154,11 @@ bool ExemplarRenderable(const Exemplar& exemplar) {
 
 // ` # {trace_id="..."} value timestamp`: an exemplar after a bucket's value (OpenMetrics only).
 void AppendExemplar(const Exemplar& exemplar, std::string& out) {
-  out.append(" # {");
+  out.append(" # ");
   bool first = true;
   for (const auto& [name, value] : exemplar.labels) {
-    if (!first) out.push_back(',');
+    AppendLabel(name, value, first, out);
     first = false;
-    out.append(name);
-    out.append("=\"");
-    AppendEscaped(value, /*escape_quote=*/true, out);
-    out.push_back('"');
   }
   out.append("} ");
   AppendSampleValue(exemplar.value, out);

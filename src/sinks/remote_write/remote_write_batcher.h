@@ -89,10 +89,9 @@ class RemoteWriteBatcher {
   struct Family;
   class SymbolTable;
   Family* Enter(std::string_view name, const MetricFamily& described);
-  void Add(Family& family, const Labels& labels, double value);
-  // Writes one TimeSeries of `series` into the record's timeseries part.
-  void Append(const Series& series, double value, std::string_view metadata_field);
-  void AddHistograms(std::span<const MetricFamily* const> parts);
+  // The series of a histogram's adjacent parts, each through add(family, labels, value) (Build's).
+  template <typename AddFn>
+  void AddHistograms(std::span<const MetricFamily* const> parts, const AddFn& add);
   Series* Resolve(Family& family, const Labels& labels, size_t index);
   Series* Miss(Family& family, const Labels& labels);
   void Refresh(Family& family);
@@ -115,7 +114,6 @@ class RemoteWriteBatcher {
   uint64_t queued_series_changes_ = 0;
   std::string timeseries_;     // the record's timeseries part is built at its start; reused
   std::string sample_suffix_;  // the timestamp field of the current build
-  size_t used_ = 0;            // bytes of timeseries_ written in the current build
   Family* current_ = nullptr;  // the family of the previous snapshot family (adjacent ones of a name join)
 };
 
