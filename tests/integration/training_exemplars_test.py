@@ -6,21 +6,18 @@ SLOW_SECONDS. Prometheus 3 scrapes the agent asking for OpenMetrics only, with e
 second Prometheus 3 receives the agent's remote_write 2.0 pushes. Then:
   - /api/v1/query_exemplars has the exemplar of the slow step on the bucket it fell in, its trace_id the
     step's trace (SHA-256 over "gpuscope.training.step-trace" and the length-prefixed job and step, as
-    src/collectors/training/trace_ids.cc makes it, computed here with hashlib), its value the step's time;
+    src/collectors/training/trace_ids.cc makes it, computed here with hashlib: training_steps.py), its
+    value the step's time;
   - histogram_quantile over the scraped buckets gives a median between the fast steps' bucket bounds;
   - the pushed _bucket, _count and _sum series hold the same counts as the scraped ones, under the same
     le values (Prometheus 3 normalises le when it scrapes; the agent writes them in that form).
 
 Usage: training_exemplars_test.py AGENT SIM_LIBRARY REPO_ROOT PROMETHEUS3"""
 
-import hashlib
 import json
 import os
-import struct
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import unittest
 import urllib.parse
@@ -30,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 import harness  # noqa: E402
 import unittest_main  # noqa: E402
+from training_steps import run_rank, step_trace_id  # noqa: E402
 
 JOB = "4242"
 STEPS = 12
@@ -37,31 +35,6 @@ SLOW_STEP = 7
 FAST_SECONDS = 0.03
 SLOW_SECONDS = 0.3
 FAMILY = "gpuscope_training_step_duration_seconds"
-
-RANK_SCRIPT = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, sys.argv[1])
-    import gpuscope.training as gt
-    gt.init()
-    for step in range({steps}):
-        with gt.step(samples=4):
-            time.sleep({slow} if step == {slow_step} else {fast})
-    gt.shutdown()
-""").format(steps=STEPS, slow=SLOW_SECONDS, slow_step=SLOW_STEP, fast=FAST_SECONDS)
-
-
-def step_trace_id(job, step):
-    """TrainingStepTraceId(job, step) as hex: SHA-256 of the tag, then each part after its length (both
-    uint64, little-endian as the agent's x86-64 and arm64 builds write them), the leading 16 bytes."""
-    digest = hashlib.sha256()
-    digest.update(b"gpuscope.training.step-trace")
-    for part in (job.encode(), struct.pack("<Q", step)):
-        digest.update(struct.pack("<Q", len(part)))
-        digest.update(part)
-    trace = digest.digest()[:16]
-    if trace == bytes(16):
-        trace = bytes(15) + b"\x01"
-    return trace.hex()
 
 
 def by_le(result):
@@ -88,15 +61,9 @@ class StepHistogramInPrometheus3(unittest.TestCase):
             scrape_extra="    scrape_protocols: [OpenMetricsText1.0.0]\n",
             extra_args=["--enable-feature=exemplar-storage"])
         harness.wait_for(lambda: os.path.exists(cls.socket), 30, "the training socket")
-        script = os.path.join(cls.dir, "rank.py")
-        with open(script, "w") as f:
-            f.write(RANK_SCRIPT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "GPUSCOPE_"))}
-        env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", SLURM_JOB_ID=JOB, GPUSCOPE_TRAINING_SOCKET=cls.socket)
         cls.started = time.time()
-        rank = subprocess.run([sys.executable, script, os.path.join(ROOT, "python")], env=env, timeout=60,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        assert rank.returncode == 0, rank.stdout
+        run_rank(os.path.join(ROOT, "python"), cls.socket, JOB,
+                 [SLOW_SECONDS if step == SLOW_STEP else FAST_SECONDS for step in range(STEPS)])
 
     @classmethod
     def tearDownClass(cls):
