@@ -114,7 +114,6 @@ class RemoteWriteBatcher {
   uint64_t queued_series_changes_ = 0;
   std::string timeseries_;     // the record's timeseries part is built at its start; reused
   std::string sample_suffix_;  // the timestamp field of the current build
-  Family* current_ = nullptr;  // the family of the previous snapshot family (adjacent ones of a name join)
 };
 
 }  // namespace gpuscope
