@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "src/core/metric.h"
 #include "src/core/snapshot.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
@@ -57,6 +58,44 @@ void BM_RenderOpenMetrics(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RenderOpenMetrics)->Arg(2000);
+
+// A training node's step histograms: `ranks` ranks, 16 buckets each, every bucket with an exemplar.
+Snapshot MakeHistogramSnapshot(int ranks) {
+  const auto buckets =
+      HistogramBuckets::Make({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600});
+  MetricFamily family{
+      "gpuscope_training_step_duration_seconds", "Step time.", MetricType::kHistogram, "seconds", {}};
+  for (int r = 0; r < ranks; ++r) {
+    auto value = std::make_shared<HistogramValue>();
+    value->buckets = buckets;
+    for (size_t i = 0; i < buckets->size(); ++i) value->counts.push_back(1000 * (i + 1));
+    value->sum = 1234.5;
+    for (size_t i = 0; i < buckets->size(); ++i)
+      value->exemplars.push_back(
+          {Labels{{"trace_id", "0af7651916cd43dd8448eb211c80319c"}}, 0.3, 1733100000123000000});
+    family.samples.emplace_back(
+        Labels{{"hpc_job", "4242"},
+               {"rank", std::to_string(r)},
+               {"Hostname", "gpu-node-0042"},
+               {"gpu", std::to_string(r)},
+               {"UUID", "GPU-3f2a9c1e-5b7d-4e8f-9a0b-" + std::to_string(100000000000 + r)}},
+        std::move(value));
+  }
+  return Snapshot::Of({family}, /*version=*/1);
+}
+
+void BM_RenderOpenMetricsStepHistograms(benchmark::State& state) {
+  Snapshot snapshot = MakeHistogramSnapshot(static_cast<int>(state.range(0)));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = RenderSnapshot(snapshot, ExpositionFormat::kOpenMetrics100, nullptr);
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["series"] = static_cast<double>(state.range(0) * 18);
+  state.counters["body_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_RenderOpenMetricsStepHistograms)->Arg(8);
 
 void BM_RenderGzipUncached(benchmark::State& state) {
   Snapshot snapshot = MakeSnapshot(8, 250);

@@ -13,7 +13,8 @@ std::string RenderMetricsDocs(const std::vector<CollectorDocs>& collectors) {
       "starting with `gpuscope_` are ours, in base units. Every GPU series carries the identity labels "
       "`gpu, UUID, pci_bus_id, device, modelName, Hostname, DCGM_FI_DRIVER_VERSION` (with "
       "`--gpu.dcgm-compat=4.9`: `hostname`); MIG instance series add `GPU_I_PROFILE, GPU_I_ID`. The "
-      "column *labels* lists the labels beyond those.\n";
+      "column *labels* lists the labels beyond those. A histogram `x` is the series `x_bucket` (one per "
+      "bucket, label `le`), `x_count` and `x_sum`.\n";
   for (const CollectorDocs& collector : collectors) {
     out += "\n## Collector `" + collector.name + "`\n\n" + collector.help + ".\n\n";
     out += "| metric | type | unit | labels | description | source |\n";

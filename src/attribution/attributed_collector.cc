@@ -152,8 +152,8 @@ void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver, Labe
         continue;
       }
       for (const Allocation* job : jobs) {
-        labelled.push_back(
-            {cache.With(sample.labels, {{"hpc_job", job->job_id}}), sample.value, sample.subject});
+        Sample& copy = labelled.emplace_back(sample);  // the value (a histogram's too) goes along untouched
+        copy.labels = cache.With(sample.labels, {{"hpc_job", job->job_id}});
       }
     }
     family.samples = std::move(labelled);

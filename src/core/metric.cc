@@ -1,6 +1,8 @@
 #include "src/core/metric.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 
 namespace gpuscope {
@@ -19,8 +21,45 @@ std::string_view MetricTypeName(MetricType type) {
       return "info";
     case MetricType::kUnknown:
       return "unknown";
+    case MetricType::kHistogram:
+      return "histogram";
   }
   return "unknown";
+}
+
+std::shared_ptr<const HistogramBuckets> HistogramBuckets::Make(std::vector<double> bounds,
+                                                               std::string* error) {
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    std::string problem;
+    if (!std::isfinite(bounds[i])) problem = "bucket bound " + std::to_string(i) + " is not finite";
+    if (i > 0 && !(bounds[i - 1] < bounds[i])) problem = "bucket bounds are not strictly ascending";
+    if (!problem.empty()) {
+      if (error) *error = std::move(problem);
+      return nullptr;
+    }
+  }
+  std::shared_ptr<HistogramBuckets> buckets(new HistogramBuckets());
+  buckets->le_.reserve(bounds.size());
+  for (double bound : bounds) {
+    // The form Prometheus 3 stores le values in whichever exposition format it scraped (Go's shortest
+    // %g: exponent form below 1e-4 and from 1e6, ".0" after an integral number), so that pushed and
+    // scraped series are the same series.
+    char buf[40];
+    auto result = std::to_chars(buf, buf + sizeof(buf), bound, std::chars_format::scientific);
+    const std::string_view scientific(buf, static_cast<size_t>(result.ptr - buf));
+    int exponent = 0;
+    const size_t e = scientific.find('e');
+    std::from_chars(scientific.data() + e + (scientific[e + 1] == '+' ? 2 : 1), scientific.end(), exponent);
+    std::string le(scientific);
+    if (exponent >= -4 && exponent < 6) {
+      result = std::to_chars(buf, buf + sizeof(buf), bound, std::chars_format::fixed);
+      le.assign(buf, result.ptr);
+    }
+    if (le.find_first_of(".e") == std::string::npos) le += ".0";
+    buckets->le_.push_back(std::move(le));
+  }
+  buckets->bounds_ = std::move(bounds);
+  return buckets;
 }
 
 Labels::Labels(std::vector<Pair> pairs) {

@@ -2,7 +2,12 @@
 // fresh families every cycle (no long-lived instruments), so a series vanishes when its device or job
 // does. Name and label validation lives here; rendering lives in sinks/prometheus/exposition.h.
 //
-// Thread-safety: value types. A MetricFamily inside a published Snapshot is immutable.
+// A histogram family's samples carry a HistogramValue (fixed bucket bounds shared by the family, counts,
+// sum, an exemplar per bucket) instead of a number; each sink writes it in its own form (the _bucket,
+// _sum and _count series of Prometheus, OTLP's explicit-bucket Histogram).
+//
+// Thread-safety: value types. A MetricFamily inside a published Snapshot is immutable, and so is every
+// HistogramValue and HistogramBuckets (shared between threads by const pointer).
 #pragma once
 
 #include <cstddef>
@@ -17,9 +22,10 @@
 
 namespace gpuscope {
 
-enum class MetricType { kGauge, kCounter, kInfo, kUnknown };
+enum class MetricType { kGauge, kCounter, kInfo, kUnknown, kHistogram };
 
-std::string_view MetricTypeName(MetricType type);  // "gauge", "counter", "info", "unknown"
+// "gauge", "counter", "info", "unknown", "histogram"
+std::string_view MetricTypeName(MetricType type);
 
 // Label pairs in the order they are rendered. Within one family every sample has the same label names
 // in the same order (fixed label sets per family).
@@ -117,13 +123,61 @@ struct SampleSubject {
   uint32_t pid = 0;              // the process, 0 when none
 };
 
+// The buckets of a histogram: finite upper bounds, strictly ascending, and the +Inf bucket after them.
+// Made once (per family, for the agent's life) and shared by every sample that uses them; the `le` label
+// value of each bound is worked out here once, so that every sink names a bucket series alike.
+class HistogramBuckets {
+ public:
+  // Nullptr (and *error set when given) unless `bounds` are finite and strictly ascending.
+  static std::shared_ptr<const HistogramBuckets> Make(std::vector<double> bounds,
+                                                      std::string* error = nullptr);
+
+  // The finite upper bounds (the +Inf bucket is implied after them).
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Buckets including +Inf: bounds().size() + 1.
+  size_t size() const { return bounds_.size() + 1; }
+  // The `le` label value of bucket i: the bound as Prometheus 3 normalises it (1 -> "1.0", 0.25 ->
+  // "0.25"), "+Inf" for the last.
+  std::string_view le(size_t i) const { return i < le_.size() ? std::string_view(le_[i]) : "+Inf"; }
+
+ private:
+  HistogramBuckets() = default;
+  std::vector<double> bounds_;
+  std::vector<std::string> le_;
+};
+
+// A traced observation that fell into a bucket (OpenMetrics exemplars, OTLP exemplars): its labels (the
+// trace id as trace_id), its value and when it was observed.
+struct Exemplar {
+  Labels labels;  // empty: no exemplar
+  double value = 0;
+  int64_t timestamp_ns = 0;  // Unix time; 0 when unknown
+};
+
+// The value of one histogram sample: cumulative counts per bucket (counts[i] observations <= bound i,
+// the last one all of them), their sum, and per bucket the exemplar of an observation in it (empty, or
+// exactly one entry per bucket, an empty-labelled one meaning none).
+struct HistogramValue {
+  std::shared_ptr<const HistogramBuckets> buckets;  // never null in a published sample
+  std::vector<uint64_t> counts;                     // cumulative, buckets->size() entries
+  double sum = 0;
+  std::vector<Exemplar> exemplars;
+  uint64_t count() const { return counts.empty() ? 0 : counts.back(); }
+};
+
 struct Sample {
   Sample() = default;
   Sample(Labels labels_in, double value_in, SampleSubject subject_in = {})
       : labels(std::move(labels_in)), value(value_in), subject(subject_in) {}
+  // A sample of a histogram family (value stays 0).
+  Sample(Labels labels_in, std::shared_ptr<const HistogramValue> histogram_in, SampleSubject subject_in = {})
+      : labels(std::move(labels_in)), subject(subject_in), histogram(std::move(histogram_in)) {}
   Labels labels;
   double value = 0;
   SampleSubject subject;
+  // Set exactly on the samples of a kHistogram family; a null pointer costs a gauge sample nothing but
+  // its 16 bytes. Layers that relabel a sample (attribution) carry it along untouched.
+  std::shared_ptr<const HistogramValue> histogram;
 };
 
 struct MetricFamily {

@@ -6,12 +6,14 @@
 // (comments), blank lines, and samples "name{label="value",...} value" (label value escapes \\, \" and
 // \n; an optional trailing comma; values are decimal or exponent floats, NaN, +Inf, -Inf). A sample
 // belongs to the family of exactly its name; a name without TYPE is untyped (MetricType::kUnknown).
-// Refused with an error naming the line: invalid UTF-8; a histogram or summary TYPE (the agent's metric
-// model has neither); an explicit timestamp after the value (the agent stamps every sample with its own
-// clock, as node_exporter refuses them too); HELP or TYPE given twice for a name, or after its first
-// sample; an invalid metric or label name (labels starting "__" included); a label named twice; the
-// same series twice; samples of one family with different label names (the metric model keeps one label
-// set per family). Labels keep the order of the family's first sample.
+// Refused with an error naming the line: invalid UTF-8; a histogram or summary TYPE (the metric model has
+// histograms since 2026-12, but a textfile histogram would need its _bucket, _sum and _count lines
+// gathered into one value and checked for consistency, which nobody has asked for; summaries it has not); an
+// explicit timestamp after the value (the agent stamps every sample with its own clock, as node_exporter
+// refuses them too); HELP or TYPE given twice for a name, or after its first sample; an invalid metric or
+// label name (labels starting "__" included); a label named twice; the same series twice; samples of one
+// family with different label names (the metric model keeps one label set per family). Labels keep the order
+// of the family's first sample.
 //
 // Thread-safety: pure function.
 #pragma once

@@ -8,7 +8,8 @@
 - every query parses: the queries, variables substituted, go through `promtool check rules` as recording
   rules of a temporary rule file (promtool has no expression checker of its own);
 - every recorded series a query reads (a name with a colon) is written by the mixin's recording rules, and
-  every other metric is documented in docs/metrics.md (or is Prometheus' own `up`);
+  every other metric is documented in docs/metrics.md (or is Prometheus' own `up`), a histogram's
+  `_bucket`, `_count` and `_sum` series by their family's row;
 - every link to a dashboard (/d/<uid>) resolves, and the L1..L5 hierarchy links each level to the next and
   back.
 
@@ -232,7 +233,11 @@ def main():
     documented = None
     if args.metrics_doc:
         with open(args.metrics_doc) as f:
-            documented = set(re.findall(r"^\| `([A-Za-z_:][A-Za-z0-9_:]*)` \|", f.read(), re.M))
+            documented = set()
+            for name, kind in re.findall(r"^\| `([A-Za-z_:][A-Za-z0-9_:]*)` \| (\w+) \|", f.read(), re.M):
+                documented.add(name)
+                if kind == "histogram":
+                    documented.update(name + suffix for suffix in ("_bucket", "_count", "_sum"))
 
     queries = []
     for dashboard in dashboards:

@@ -109,7 +109,7 @@ class TrainingSocket(unittest.TestCase):
             if name == "gpuscope_training_steps_total":
                 gpus[labels["rank"]] = (labels["gpu"], labels["UUID"].startswith("GPU-"), labels["Hostname"])
         self.assertEqual(gpus, {"0": ("5", True, "sim-node"), "1": ("6", True, "sim-node")})
-        step_seconds = training_samples(self.agent, "gpuscope_training_step_seconds_total")
+        step_seconds = training_samples(self.agent, "gpuscope_training_step_duration_seconds_sum")
         self.assertAlmostEqual(step_seconds[("", "0")] / STEPS, step_seconds[("", "1")] / STEPS, delta=0.02,
                                msg="the step time cannot tell the straggler")
 

@@ -16,6 +16,8 @@ answers 400 on demand nor shows the headers it got): a 400 drops the request and
 queued until the receiver takes it; --sink.otlp.header and the bearer token file reach the receiver. The
 Collector with its bearertokenauth extension refuses a wrong token (401: dropped, counted) and takes a
 rotated right one at the next request; with TLS it requires and checks the agent's client certificate.
+A training rank's steps (python/gpuscope) arrive as a cumulative Histogram: per-bucket counts, the bounds,
+and the slow step's exemplar with its trace id.
 
 Usage: otlp_metrics_test.py AGENT SIM_LIBRARY OTELCOL SCENARIO_DIR PUSH_RECEIVER"""
 
@@ -36,6 +38,7 @@ import unittest_main  # noqa: E402
 import harness  # noqa: E402
 import peers  # noqa: E402
 from harness import metric  # noqa: E402
+from training_steps import run_rank, step_trace_id  # noqa: E402
 
 AGENT, SIM, OTELCOL, SCENARIOS, PUSH_RECEIVER = sys.argv[1:6]
 FROZEN = {"GPUSCOPE_SIM_TIME": "900"}
@@ -210,6 +213,39 @@ class OtlpMetricsIntoOtelcol(unittest.TestCase):
         self.assertTrue(job_info)
         self.assertEqual((job_info[-1]["user"], job_info[-1]["account"], job_info[-1]["partition"]),
                          ("alice", "physics", "gpu"))
+
+    def test_a_training_step_histogram_arrives_as_a_cumulative_histogram_with_the_slow_steps_trace(self):
+        socket_path = os.path.join(self.workdir, "training.sock")
+        self.agent = harness.Agent(
+            AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"),
+            extra_args=self.push_args() + ["--collector.training", "--collector.training.interval=1s",
+                                           f"--training.socket={socket_path}"])
+        harness.wait_for(lambda: os.path.exists(socket_path), 30, "the training socket")
+        steps = [0.03, 0.03, 0.3, 0.03, 0.03]  # step 2 is the slow one
+        run_rank(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"), socket_path,
+                 4343, steps)
+
+        def all_steps():
+            latest = self.latest_metrics()
+            histogram = latest and latest[2].get("gpuscope_training_step_duration_seconds", {}).get("histogram")
+            points = histogram and [p for p in histogram["dataPoints"]
+                                    if peers.attributes(p["attributes"]).get("hpc_job") == "4343"]
+            return (histogram, points[0]) if points and int(points[0]["count"]) == len(steps) else None
+        histogram, point = harness.wait_for(all_steps, 30, "every step in the Collector's file")
+        self.assertEqual(histogram["aggregationTemporality"], CUMULATIVE)
+        bounds = [float(b) for b in point["explicitBounds"]]
+        self.assertEqual(bounds, [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600])
+        counts = [int(c) for c in point["bucketCounts"]]
+        self.assertEqual(len(counts), len(bounds) + 1)
+        self.assertEqual(counts[2], 4)  # (0.025, 0.05]: the four fast steps, per bucket, not cumulative
+        self.assertEqual(counts[5], 1)  # (0.25, 0.5]: the slow one
+        self.assertEqual(sum(counts), len(steps))
+        self.assertAlmostEqual(float(point["sum"]), sum(steps), delta=0.1)
+        self.assertEqual(peers.attributes(point["attributes"])["rank"], "0")
+        slow = [e for e in point.get("exemplars", []) if e["asDouble"] > 0.25]
+        self.assertEqual(len(slow), 1, point.get("exemplars"))
+        self.assertEqual(slow[0]["traceId"], step_trace_id(4343, 2))
+        self.assertGreater(int(slow[0]["timeUnixNano"]), int(point["startTimeUnixNano"]))
 
     def test_kill_9_while_pushing_loses_no_request(self):
         state = os.path.join(self.workdir, "state")

@@ -111,7 +111,7 @@ class DistributedDataParallelTraining(unittest.TestCase):
         slowest = min(score, key=score.get)
         self.assertEqual(slowest, str(SLOW_RANK), score)
         self.assertLess(score[str(SLOW_RANK)], 0.8, score)
-        step_seconds = samples(self.agent, "gpuscope_training_step_seconds_total")
+        step_seconds = samples(self.agent, "gpuscope_training_step_duration_seconds_sum")
         mean = {r: step_seconds[r] / STEPS for r in step_seconds}
         self.assertLess(max(mean.values()) - min(mean.values()), 0.02,
                         f"synchronous steps take the same time on every rank: {mean}")

@@ -328,7 +328,7 @@ function(cfg)
        '{{ with printf `max by (reason) (gpuscope_gpu_clock_event_active{Hostname="%%s",gpu="%%s",reason=~"sw_power_cap|hw_slowdown|sw_thermal_slowdown|hw_thermal_slowdown|hw_power_brake_slowdown"} > 0)` $labels.Hostname $labels.gpu | query }}{{ $found = true }} clocks held down ({{ range . }}{{ .Labels.reason }} {{ end }});{{ end }}' +
        '{{ with printf `sum(increase(gpuscope_xid_errors_total{Hostname="%%s",gpu="%%s"}[30m])) > 0` $labels.Hostname $labels.gpu | query }}{{ $found = true }} XID errors on this GPU;{{ end }}' +
        '{{ with printf `sum(rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{Hostname="%%s",gpu="%%s"}[%(w)s])) > 0` $labels.Hostname $labels.gpu | query }}{{ $found = true }} PCIe replays on this GPU;{{ end }}' +
-       '{{ with printf `sum(rate(gpuscope_training_dataloader_wait_seconds_total{hpc_job="%%s",rank="%%s"}[%(w)s])) / sum(rate(gpuscope_training_step_seconds_total{hpc_job="%%s",rank="%%s"}[%(w)s])) > %(loader)g` $labels.hpc_job $labels.rank $labels.hpc_job $labels.rank | query }}{{ $found = true }} waits on its data loader;{{ end }}' +
+       '{{ with printf `sum(rate(gpuscope_training_dataloader_wait_seconds_total{hpc_job="%%s",rank="%%s"}[%(w)s])) / sum(rate(gpuscope_training_step_duration_seconds_sum{hpc_job="%%s",rank="%%s"}[%(w)s])) > %(loader)g` $labels.hpc_job $labels.rank $labels.hpc_job $labels.rank | query }}{{ $found = true }} waits on its data loader;{{ end }}' +
        '{{ if not $found }} none on the GPU (NVLink, clocks, XID, PCIe) or in the data loader: see the runbook for CPU/NUMA placement and InfiniBand.{{ end }}') % {
         w: w.rate,
         loader: t.trainingLoaderWaitRatio,

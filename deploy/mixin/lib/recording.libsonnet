@@ -201,7 +201,8 @@ function(cfg)
     },
   {
       // Training telemetry (the agent's training collector): the job-wide straggler score across nodes,
-      // from each rank's median time outside collectives, and the job's mean step time.
+      // from each rank's median time outside collectives, and the job's mean and 90th-percentile step
+      // time from the step-duration histogram.
       name: 'gpuscope.training.rules',
       interval: '%ds' % intervalSeconds,
       rules: [
@@ -219,15 +220,28 @@ function(cfg)
           ||| % { on: by([l.job]), median: gpuSel('gpuscope_training_compute_seconds_median') },
         },
         {
+          // From the step-duration histogram: its _sum over its _count, every rank of the job together.
           record: 'hpc_job:training_step_seconds:mean_%s' % cfg.windows.rate,
           expr: |||
-            sum by (%(by)s) (rate(%(seconds)s[%(w)s]))
+            sum by (%(by)s) (rate(%(sum)s[%(w)s]))
               /
-            sum by (%(by)s) (rate(%(steps)s[%(w)s]) > 0)
+            (sum by (%(by)s) (rate(%(count)s[%(w)s])) > 0)
           ||| % {
             by: by([l.job]),
-            seconds: gpuSel('gpuscope_training_step_seconds_total'),
-            steps: gpuSel('gpuscope_training_steps_total'),
+            sum: gpuSel('gpuscope_training_step_duration_seconds_sum'),
+            count: gpuSel('gpuscope_training_step_duration_seconds_count'),
+            w: cfg.windows.rate,
+          },
+        },
+        {
+          // The job's 90th-percentile step time over every rank's steps, from the histogram's buckets
+          // (accurate to the bucket, interpolated linearly within it).
+          record: 'hpc_job:training_step_seconds:p90_%s' % cfg.windows.rate,
+          expr: |||
+            histogram_quantile(0.9, sum by (%(by)s) (rate(%(buckets)s[%(w)s])))
+          ||| % {
+            by: by([l.job, 'le']),
+            buckets: gpuSel('gpuscope_training_step_duration_seconds_bucket'),
             w: cfg.windows.rate,
           },
         },

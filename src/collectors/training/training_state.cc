@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "src/collectors/training/trace_ids.h"
+
 namespace gpuscope {
 namespace {
 
@@ -36,11 +38,10 @@ const std::vector<std::string> kRankLabels = {"hpc_job", "rank", "Hostname", "gp
 enum FamilyId {
   kSteps,
   kSamples,
-  kStepSeconds,
+  kStepDuration,
   kComputeSeconds,
   kInStepCollectiveSeconds,
-  kCollectives,
-  kCollectiveSeconds,
+  kCollectiveDuration,
   kEntered,
   kLoaderWait,
   kCheckpoints,
@@ -64,10 +65,11 @@ const std::array<Family, kFamilyCount>& Families() {
        "",
        "Samples of the rank's reported steps.",
        {}},
-      {"gpuscope_training_step_seconds_total",
-       MetricType::kCounter,
+      {"gpuscope_training_step_duration_seconds",
+       MetricType::kHistogram,
        "seconds",
-       "Wall time of the rank's reported steps (divide by the steps for the mean step time).",
+       "Wall time of the rank's reported steps (buckets 10 ms to 10 min; _sum over _count is the mean). In "
+       "OpenMetrics each bucket carries the exemplar of its latest step: trace_id is that step's trace.",
        {}},
       {"gpuscope_training_compute_seconds_total",
        MetricType::kCounter,
@@ -80,15 +82,11 @@ const std::array<Family, kFamilyCount>& Families() {
        "seconds",
        "Time of the rank's steps inside collectives (waiting for the other ranks included).",
        {}},
-      {"gpuscope_training_collectives_total",
-       MetricType::kCounter,
-       "",
-       "Completed collectives of the rank by operation and size class (lt_1MiB, lt_64MiB, ge_64MiB).",
-       {"op", "size"}},
-      {"gpuscope_training_collective_seconds_total",
-       MetricType::kCounter,
+      {"gpuscope_training_collective_duration_seconds",
+       MetricType::kHistogram,
        "seconds",
-       "Time in completed collectives of the rank by operation and size class.",
+       "Duration of the rank's completed collectives by operation and size class (lt_1MiB, lt_64MiB, "
+       "ge_64MiB; buckets 100 us to 60 s; _count counts them, _sum is the time in them).",
        {"op", "size"}},
       {"gpuscope_training_collectives_entered_total",
        MetricType::kCounter,
@@ -168,6 +166,23 @@ TrainingState::TrainingState(TrainingStateOptions options) : options_(std::move(
 
 std::string_view TrainingState::OpName(uint8_t op) { return op < kOps.size() ? kOps[op] : "other"; }
 
+const std::shared_ptr<const HistogramBuckets>& TrainingState::StepBuckets() {
+  // A step of a small model on one GPU takes tens of milliseconds, one of a large model with gradient
+  // accumulation minutes: roughly 1-2.5-5 per decade, so a quantile is within a factor 2.5 anywhere.
+  static const auto buckets =
+      HistogramBuckets::Make({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600});
+  return buckets;
+}
+
+const std::shared_ptr<const HistogramBuckets>& TrainingState::CollectiveBuckets() {
+  // From a small all-reduce on NVLink (a hundred microseconds) to one waiting a minute for a straggler;
+  // longer waits are what the hang wavefront reports. 1-5 per decade: this family has a set of buckets
+  // per operation and size class, so it stays coarser than the step histogram.
+  static const auto buckets =
+      HistogramBuckets::Make({0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 60});
+  return buckets;
+}
+
 std::string_view TrainingState::SizeClass(uint64_t bytes) {
   if (bytes < (1ull << 20)) return "lt_1MiB";
   if (bytes < (64ull << 20)) return "lt_64MiB";
@@ -182,7 +197,7 @@ void TrainingState::Apply(const TrainingIdentity& who, const TrainingDatagram& d
   // Collectives first: a step's record follows the collectives it holds in the same datagram.
   for (const TrainingCollective& collective : datagram.collectives) ApplyCollective(rank, collective, now_ns);
   for (const TrainingMark& mark : datagram.marks) ApplyMark(rank, mark);
-  for (const TrainingStep& step : datagram.steps) ApplyStep(rank, step);
+  for (const TrainingStep& step : datagram.steps) ApplyStep(who.job, rank, step);
 }
 
 void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns) {
@@ -191,10 +206,10 @@ void TrainingState::ApplyCollective(Rank& rank, const TrainingCollective& collec
     ++rank.entered_collectives;
     return;
   }
-  CollectiveTotals& totals =
-      rank.collectives[{std::min<uint8_t>(collective.op, kOps.size()), SizeClass(collective.bytes)}];
-  ++totals.count;
-  totals.seconds += Seconds(collective.begin_ns, collective.end_ns);
+  const std::pair<uint8_t, std::string_view> key(std::min<uint8_t>(collective.op, kOps.size()),
+                                                 SizeClass(collective.bytes));
+  rank.collectives.try_emplace(key, CollectiveBuckets())
+      .first->second.Observe(Seconds(collective.begin_ns, collective.end_ns));
   // Kept in the order of their ends (records of two producers interleave, so an arrival may go a little
   // before the last): a step then looks only at the collectives that ended after it began.
   auto& recent = rank.recent_collectives;
@@ -221,7 +236,7 @@ void TrainingState::AdvanceProgress(Rank& rank, const TrainingCollective& collec
   if (collective.seq > it->second.seq) it->second = Progress{collective.seq, now_ns, collective.op};
 }
 
-void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
+void TrainingState::ApplyStep(std::string_view job, Rank& rank, const TrainingStep& step) {
   const double duration = Seconds(step.begin_ns, step.end_ns);
   // The union of the collectives' time within the step: concurrent ones (DDP's buckets) count once.
   std::vector<Interval> within;
@@ -246,7 +261,10 @@ void TrainingState::ApplyStep(Rank& rank, const TrainingStep& step) {
   inside = std::min(inside, duration);
   ++rank.steps;
   rank.samples += step.samples;
-  rank.step_seconds += duration;
+  // The step's trace is the same on every node (trace_ids.h), so the exemplar links to the spans of all
+  // the job's ranks for it.
+  rank.step_durations.Observe(duration, {Labels{{"trace_id", IdHex(TrainingStepTraceId(job, step.step))}},
+                                         duration, static_cast<int64_t>(step.end_ns)});
   rank.collective_seconds_in_steps += inside;
   rank.compute_seconds += duration - inside;
   rank.recent_compute.push_back(duration - inside);
@@ -318,14 +336,13 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
     auto add = [&](FamilyId id, double value) { families[id].samples.emplace_back(base, value); };
     add(kSteps, static_cast<double>(rank.steps));
     add(kSamples, static_cast<double>(rank.samples));
-    add(kStepSeconds, rank.step_seconds);
+    families[kStepDuration].samples.emplace_back(base, rank.step_durations.Value());
     add(kComputeSeconds, rank.compute_seconds);
     add(kInStepCollectiveSeconds, rank.collective_seconds_in_steps);
-    for (const auto& [op_size, totals] : rank.collectives) {
+    for (const auto& [op_size, durations] : rank.collectives) {
       const Labels labels = Labels::Extend(
           base, {{"op", std::string(OpName(op_size.first))}, {"size", std::string(op_size.second)}});
-      families[kCollectives].samples.emplace_back(labels, static_cast<double>(totals.count));
-      families[kCollectiveSeconds].samples.emplace_back(labels, totals.seconds);
+      families[kCollectiveDuration].samples.emplace_back(labels, durations.Value());
     }
     add(kEntered, static_cast<double>(rank.entered_collectives));
     add(kLoaderWait, rank.dataloader_wait_seconds);

@@ -3,7 +3,11 @@
 // families (docs/design/training.md).
 //
 // A rank is (job, rank) as the agent established it from the sending process (TrainingIdentity), never
-// from the datagram's claims. Per rank: step, sample and time counters; the time inside collectives
+// from the datagram's claims. Per rank: step, sample and time counters; the step-duration histogram
+// (fixed buckets from 10 ms to 10 min, StepBuckets(), each with the exemplar of the latest step in it:
+// trace_id = the step's trace, TrainingStepTraceId(job, step), value its seconds, time its end); the
+// collective-duration histograms by operation and size class (CollectiveBuckets(), 100 us to 60 s, no
+// exemplars: a collective's trace is known to the span builder, not here); the time inside collectives
 // within each step (the collectives that began and ended inside it, as known when the step's record
 // arrives) and outside them (compute and data loading); collectives by operation and size class;
 // data-loader wait, checkpoints and the gradient norm; per communicator the last sequence number the rank
@@ -26,10 +30,12 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "src/core/histogram.h"
 #include "src/core/metric.h"
 #include "src/parsers/training_wire.h"
 
@@ -88,15 +94,15 @@ class TrainingState {
   static std::string_view OpName(uint8_t op);
   // "lt_1MiB", "lt_64MiB", "ge_64MiB".
   static std::string_view SizeClass(uint64_t bytes);
+  // The buckets of gpuscope_training_step_duration_seconds: 10 ms to 10 min.
+  static const std::shared_ptr<const HistogramBuckets>& StepBuckets();
+  // The buckets of gpuscope_training_collective_duration_seconds: 100 us to 60 s.
+  static const std::shared_ptr<const HistogramBuckets>& CollectiveBuckets();
 
  private:
   struct Interval {
     uint64_t begin_ns = 0;
     uint64_t end_ns = 0;
-  };
-  struct CollectiveTotals {
-    uint64_t count = 0;
-    double seconds = 0;
   };
   struct Progress {
     uint64_t seq = 0;
@@ -108,10 +114,11 @@ class TrainingState {
     std::string gpu, uuid;
     int64_t last_seen_ns = 0;
     uint64_t steps = 0, samples = 0;
-    double step_seconds = 0, compute_seconds = 0, collective_seconds_in_steps = 0;
+    Histogram step_durations{StepBuckets()};
+    double compute_seconds = 0, collective_seconds_in_steps = 0;
     std::deque<double> recent_compute;        // seconds outside collectives, last score_window steps
     std::deque<Interval> recent_collectives;  // the last collectives_kept completed ones, by end time
-    std::map<std::pair<uint8_t, std::string_view>, CollectiveTotals> collectives;
+    std::map<std::pair<uint8_t, std::string_view>, Histogram> collectives;  // by (op, size class)
     uint64_t entered_collectives = 0;
     double dataloader_wait_seconds = 0;
     uint64_t checkpoints = 0;
@@ -128,7 +135,7 @@ class TrainingState {
 
   void ApplyCollective(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
   void AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
-  void ApplyStep(Rank& rank, const TrainingStep& step);
+  void ApplyStep(std::string_view job, Rank& rank, const TrainingStep& step);
   void ApplyMark(Rank& rank, const TrainingMark& mark);
   static double Median(std::deque<double> values);
 

@@ -19,9 +19,13 @@ void AppendVarintField(std::string& out, uint32_t field, uint64_t value) {
   AppendVarint(out, value);
 }
 
+void AppendFixed64(std::string& out, uint64_t value) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
 void AppendFixed64Field(std::string& out, uint32_t field, uint64_t value) {
   AppendTag(out, field, WireType::kFixed64);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  AppendFixed64(out, value);
 }
 
 void AppendBytesField(std::string& out, uint32_t field, std::string_view bytes) {

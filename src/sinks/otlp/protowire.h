@@ -27,6 +27,9 @@ void AppendTag(std::string& out, uint32_t field, WireType type);
 // Appends a varint field (uint64, int64 as two's complement, enum, bool). Never fails.
 void AppendVarintField(std::string& out, uint32_t field, uint64_t value);
 
+// Appends `value` as 8 little-endian bytes (a packed repeated fixed64 or double field's element).
+void AppendFixed64(std::string& out, uint64_t value);
+
 // Appends a fixed64 field, little-endian. Never fails.
 void AppendFixed64Field(std::string& out, uint32_t field, uint64_t value);
 

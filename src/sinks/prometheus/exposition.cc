@@ -1,8 +1,10 @@
 #include "src/sinks/prometheus/exposition.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 #include "src/core/utf8.h"
 
@@ -71,6 +73,8 @@ FamilyHeader HeaderFor(const MetricFamily& family, ExpositionFormat format) {
         return {name, "gauge"};  // text 0.0.4 has no info type
       case MetricType::kUnknown:
         return {name, "untyped"};
+      case MetricType::kHistogram:
+        return {name, "histogram"};
     }
     return {name, "untyped"};
   }
@@ -91,6 +95,8 @@ FamilyHeader HeaderFor(const MetricFamily& family, ExpositionFormat format) {
       return {name, "gauge"};
     case MetricType::kUnknown:
       return {name, "unknown"};
+    case MetricType::kHistogram:
+      return {name, "histogram"};
   }
   return {name, "unknown"};
 }
@@ -105,30 +111,110 @@ bool SampleLabelsValid(const Labels& labels) {
   return true;
 }
 
+// Appends `{name="value"` (the first pair) or `,name="value"`.
+inline void AppendLabel(std::string_view name, std::string_view value, bool first, std::string& out) {
+  out.push_back(first ? '{' : ',');
+  out.append(name);
+  out.append("=\"");
+  AppendEscaped(value, /*escape_quote=*/true, out);
+  out.push_back('"');
+}
+
+// Appends `name{labels}` with `le="..."` last when `le` is set. A label with an empty value is the same
+// as no label to Prometheus, so it is not written: a family keeps one label set in the model (e.g.
+// hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's where the value is absent.
+inline void AppendSeries(std::string_view name, std::string_view suffix, const Labels& labels,
+                         std::string_view le, std::string& out) {
+  out.append(name);
+  if (!suffix.empty()) out.append(suffix);
+  bool first = true;
+  for (const auto& [label, value] : labels) {
+    if (value.empty()) continue;
+    AppendLabel(label, value, first, out);
+    first = false;
+  }
+  if (!le.empty()) {
+    AppendLabel("le", le, first, out);
+    first = false;
+  }
+  if (!first) out.push_back('}');
+  out.push_back(' ');
+}
+
+// OpenMetrics limits an exemplar's label names and values to 128 characters together.
+bool ExemplarRenderable(const Exemplar& exemplar) {
+  if (exemplar.labels.empty() || !SampleLabelsValid(exemplar.labels)) return false;
+  size_t characters = 0;
+  for (const auto& [name, value] : exemplar.labels) {
+    characters += name.size();
+    for (char c : value) characters += (static_cast<unsigned char>(c) & 0xc0) != 0x80;  // UTF-8 leads
+  }
+  return characters <= 128;
+}
+
+// ` # {trace_id="..."} value timestamp`: an exemplar after a bucket's value (OpenMetrics only).
+void AppendExemplar(const Exemplar& exemplar, std::string& out) {
+  out.append(" # ");
+  bool first = true;
+  for (const auto& [name, value] : exemplar.labels) {
+    AppendLabel(name, value, first, out);
+    first = false;
+  }
+  out.append("} ");
+  AppendSampleValue(exemplar.value, out);
+  if (exemplar.timestamp_ns > 0) {
+    // Seconds with the milliseconds: what Prometheus keeps of an exemplar's time.
+    const int64_t ms = exemplar.timestamp_ns / 1'000'000;
+    char text[32];
+    std::snprintf(text, sizeof(text), " %lld.%03d", static_cast<long long>(ms / 1000),
+                  static_cast<int>(ms % 1000));
+    out.append(text);
+  }
+}
+
+// The lines of one histogram sample: its cumulative buckets (+Inf last), then _count and _sum.
+void AppendHistogram(const HistogramValue& histogram, std::string_view family_name, const Labels& labels,
+                     bool om, std::string& out) {
+  const HistogramBuckets& buckets = *histogram.buckets;
+  const bool exemplars = om && histogram.exemplars.size() == histogram.counts.size();
+  for (size_t i = 0; i < histogram.counts.size(); ++i) {
+    AppendSeries(family_name, "_bucket", labels, buckets.le(i), out);
+    AppendSampleValue(static_cast<double>(histogram.counts[i]), out);
+    if (exemplars && ExemplarRenderable(histogram.exemplars[i])) AppendExemplar(histogram.exemplars[i], out);
+    out.push_back('\n');
+  }
+  AppendSeries(family_name, "_count", labels, {}, out);
+  AppendSampleValue(static_cast<double>(histogram.count()), out);
+  out.push_back('\n');
+  AppendSeries(family_name, "_sum", labels, {}, out);
+  AppendSampleValue(histogram.sum, out);
+  out.push_back('\n');
+}
+
+bool HistogramWellFormed(const Sample& sample) {
+  const HistogramValue* histogram = sample.histogram.get();
+  if (histogram == nullptr || histogram->buckets == nullptr ||
+      histogram->counts.size() != histogram->buckets->size())
+    return false;
+  // `le` is the renderer's to add.
+  return std::none_of(sample.labels.begin(), sample.labels.end(),
+                      [](const Labels::Pair& pair) { return pair.first == "le"; });
+}
+
 // Appends the sample lines of a family called `family_name`.
-void AppendSamples(const std::vector<Sample>& samples, std::string_view family_name, std::string& out,
+void AppendSamples(const MetricFamily& family, std::string_view family_name, bool om, std::string& out,
                    RenderStats* stats) {
-  for (const Sample& sample : samples) {
-    if (!SampleLabelsValid(sample.labels)) {
+  const bool histogram = family.type == MetricType::kHistogram;
+  for (const Sample& sample : family.samples) {
+    if (!SampleLabelsValid(sample.labels) || (histogram && !HistogramWellFormed(sample))) {
       if (stats) ++stats->skipped_samples;
       continue;
     }
-    out.append(family_name);
-    // A label with an empty value is the same as no label to Prometheus, so it is not written: a family
-    // keeps one label set in the model (e.g. hpc_job, GPU_I_ID) while the text stays as dcgm-exporter's
-    // where the value is absent.
-    bool first = true;
-    for (const auto& [name, value] : sample.labels) {
-      if (value.empty()) continue;
-      out.push_back(first ? '{' : ',');
-      first = false;
-      out.append(name);
-      out.append("=\"");
-      AppendEscaped(value, /*escape_quote=*/true, out);
-      out.push_back('"');
+    if (histogram) {
+      AppendHistogram(*sample.histogram, family_name, sample.labels, om, out);
+      continue;
     }
-    if (!first) out.push_back('}');
-    out.push_back(' ');
+    AppendSeries(family_name, {}, sample.labels, {}, out);
     AppendSampleValue(sample.value, out);
     out.push_back('\n');
   }
@@ -170,7 +256,14 @@ void AppendFamily(std::span<const MetricFamily* const> parts, ExpositionFormat f
     out.append(family.unit);
     out.push_back('\n');
   }
-  for (const MetricFamily* part : parts) AppendSamples(part->samples, family.name, out, stats);
+  // A part of another type than the first (a histogram among gauges of one name) would not parse.
+  for (const MetricFamily* part : parts) {
+    if ((part->type == MetricType::kHistogram) != (family.type == MetricType::kHistogram)) {
+      if (stats) stats->skipped_samples += part->samples.size();
+      continue;
+    }
+    AppendSamples(*part, family.name, om, out, stats);
+  }
 }
 
 // A rough per-sample size, so that one reserve() usually suffices.
@@ -181,7 +274,10 @@ size_t EstimateSize(const MetricFamily& family) {
     for (const auto& [name, value] : family.samples.front().labels)
       per_sample += name.size() + value.size() + 4;
   }
-  return total + per_sample * family.samples.size();
+  size_t lines = family.samples.size();
+  if (family.type == MetricType::kHistogram && !family.samples.empty() && family.samples.front().histogram)
+    lines *= family.samples.front().histogram->counts.size() + 2;
+  return total + per_sample * lines;
 }
 
 }  // namespace

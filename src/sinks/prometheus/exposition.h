@@ -1,5 +1,9 @@
 // Exposition: renders metric families as Prometheus text format 0.0.4 or OpenMetrics 1.0.0.
 //
+// A histogram sample becomes its cumulative `_bucket{le="..."}` lines (+Inf last), `_count` and `_sum`;
+// in OpenMetrics a bucket with an exemplar carries it as ` # {trace_id="..."} value timestamp` (exemplars
+// over OpenMetrics' 128-character label limit are left out; text 0.0.4 has none).
+//
 // Output is always valid UTF-8 (bad bytes in help and label values become U+FFFD), numbers are
 // formatted independently of the locale, and families or samples with invalid metric/label names are
 // skipped and counted, never rendered.
@@ -25,7 +29,9 @@ std::string_view ExpositionContentType(ExpositionFormat format);
 // What the renderer had to leave out.
 struct RenderStats {
   size_t skipped_families = 0;  // invalid family name
-  size_t skipped_samples = 0;   // invalid or duplicate label name in the sample
+  size_t skipped_samples = 0;   // invalid or duplicate label name in the sample (`le` in a histogram's),
+                                // a histogram sample without well-formed counts, or a sample of another
+                                // kind than its family's first part (a histogram among gauges)
 };
 
 // Appends the families to `out` (no trailing "# EOF"; see FinishExposition). Families without samples

@@ -19,6 +19,13 @@
 // its stale marker there; QueuedSeries() reads the set back, and queued_series_changes() tells when it
 // changed, so that it is written only then (a steady node: once).
 //
+// A histogram family is sent as Prometheus' classic histogram: the series `<name>_bucket` (one per bucket,
+// `le` added last, cumulative counts, +Inf last), `<name>_count` and `<name>_sum`, each three a family of
+// its own here (metadata type HISTOGRAM, the histogram's help and unit), so they are cached, staled and
+// forgotten like any other series. A bucket's label set is its sample's set extended by `le`, made once per
+// sample label set and bucket layout and kept while the sample is (so the steady state finds it by
+// identity). Exemplars are not sent: a trace id per step would be a new symbol in every record's table.
+//
 // Rules kept from the sink's first version: families with an invalid metric name or no samples are left
 // out, series with an invalid or duplicate label name too; a series that occurs twice is sent once (the
 // first, as the exposition does).
@@ -29,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -80,8 +88,12 @@ class RemoteWriteBatcher {
   struct Series;
   struct Family;
   class SymbolTable;
-  Series* Resolve(Family& family, const Sample& sample, size_t index);
-  Series* Miss(Family& family, const Sample& sample);
+  Family* Enter(std::string_view name, const MetricFamily& described);
+  // The series of a histogram's adjacent parts, each through add(family, labels, value) (Build's).
+  template <typename AddFn>
+  void AddHistograms(std::span<const MetricFamily* const> parts, const AddFn& add);
+  Series* Resolve(Family& family, const Labels& labels, size_t index);
+  Series* Miss(Family& family, const Labels& labels);
   void Refresh(Family& family);
   void EndFamily(Family& family);
   bool InPrevious(const Series& series) const;

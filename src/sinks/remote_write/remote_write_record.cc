@@ -149,9 +149,21 @@ bool RemoteWriteV1Writer::AppendV2Record(const RemoteWriteRecordView& view, std:
     }
   }
   std::string scratch;
+  std::vector<std::string_view> histograms;  // family names of the histograms written
   for (const FamilyMetadata& m : families) {
-    remote_write_wire::AppendMetadataV1(out, scratch, m.type, symbols[m.name_ref], symbols[m.help_ref],
-                                        symbols[m.unit_ref]);
+    std::string_view name = symbols[m.name_ref];
+    if (m.type == remote_write_wire::TypeNumber(MetricType::kHistogram)) {
+      // 1.0 names a histogram's family without the suffix of its _bucket, _count and _sum series.
+      for (std::string_view suffix : {"_bucket", "_count", "_sum"}) {
+        if (name.size() > suffix.size() && name.ends_with(suffix)) {
+          name.remove_suffix(suffix.size());
+          break;
+        }
+      }
+      if (std::find(histograms.begin(), histograms.end(), name) != histograms.end()) continue;
+      histograms.push_back(name);
+    }
+    remote_write_wire::AppendMetadataV1(out, scratch, m.type, name, symbols[m.help_ref], symbols[m.unit_ref]);
   }
   return true;
 }

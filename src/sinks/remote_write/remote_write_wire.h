@@ -16,7 +16,7 @@
 
 namespace gpuscope::remote_write_wire {
 
-// Both protocols number the types alike (0 unknown/unspecified, 1 counter, 2 gauge, 6 info).
+// Both protocols number the types alike (0 unknown/unspecified, 1 counter, 2 gauge, 3 histogram, 6 info).
 inline uint64_t TypeNumber(MetricType type) {
   switch (type) {
     case MetricType::kCounter:
@@ -25,6 +25,8 @@ inline uint64_t TypeNumber(MetricType type) {
       return 2;
     case MetricType::kInfo:
       return 6;
+    case MetricType::kHistogram:
+      return 3;
     case MetricType::kUnknown:
       return 0;
   }
@@ -37,6 +39,8 @@ inline MetricType TypeFromNumber(uint64_t number) {
       return MetricType::kCounter;
     case 2:
       return MetricType::kGauge;
+    case 3:
+      return MetricType::kHistogram;
     case 6:
       return MetricType::kInfo;
     default:

@@ -43,7 +43,8 @@ SampleSubject On(int gpu, uint32_t pid = 0) { return {gpu, SampleSubject::kNone,
 // state and marks every sample with its subject.
 class FakeGpuCollector : public Collector {
  public:
-  FakeGpuCollector(NodeState* node, const double* utilisation) : node_(node), utilisation_(utilisation) {}
+  FakeGpuCollector(NodeState* node, const double* utilisation, const HistogramValue* histogram = nullptr)
+      : node_(node), utilisation_(utilisation), histogram_(histogram) {}
   std::string_view Name() const override { return "gpu"; }
   Status Collect(std::vector<MetricFamily>& out) override {
     MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {}};
@@ -78,6 +79,12 @@ class FakeGpuCollector : public Collector {
                            {1, SampleSubject::kNone, 5001, 1000000000}};
     node_->PublishGpuInventory(std::move(inventory));
     out = {up, util, processes, memory};
+    if (histogram_ != nullptr) {  // a histogram per GPU, the same value on each
+      MetricFamily latency{"gpu_kernel_seconds", "", MetricType::kHistogram, "seconds", {}};
+      auto value = std::make_shared<const HistogramValue>(*histogram_);
+      for (int i = 0; i < 4; ++i) latency.samples.emplace_back(GpuLabels(i), value, On(i));
+      out.push_back(std::move(latency));
+    }
     return Status::Ok();
   }
   std::vector<MetricDescription> Describe() const override {
@@ -87,6 +94,7 @@ class FakeGpuCollector : public Collector {
  private:
   NodeState* node_;
   const double* utilisation_;
+  const HistogramValue* histogram_;
 };
 
 const MetricFamily* Find(const std::vector<MetricFamily>& families, std::string_view name) {
@@ -108,7 +116,7 @@ class AttributedCollectorTest : public ::testing::Test {
   std::unique_ptr<AttributedCollector> Make(AttributionOptions options = {}) {
     if (!options.now) options.now = [this] { return now_; };
     return std::make_unique<AttributedCollector>(
-        std::make_unique<FakeGpuCollector>(&node_, utilisation_), &node_,
+        std::make_unique<FakeGpuCollector>(&node_, utilisation_, histogram_), &node_,
         std::make_unique<ProcResolver>(GPUSCOPE_PROC_FIXTURE), std::move(options));
   }
   // The value of `family` for `job`; -1 when absent.
@@ -118,6 +126,7 @@ class AttributedCollectorTest : public ::testing::Test {
   NodeState node_;
   JobTable& table_ = node_.jobs();
   double utilisation_[4] = {0.0, 0.1, 0.2, 0.3};
+  const HistogramValue* histogram_ = nullptr;  // set: the collector adds a histogram family
   std::chrono::steady_clock::time_point now_{};
 };
 
@@ -158,6 +167,33 @@ TEST_F(AttributedCollectorTest, SeveralJobsOnOneGpuCopyTheSeriesOncePerJobAsDcgm
     if (Label(s, "gpu") == "2") jobs_on_gpu2.push_back(Label(s, "hpc_job"));
   }
   EXPECT_EQ(jobs_on_gpu2, (std::vector<std::string>{"700", "701"}));
+}
+
+TEST_F(AttributedCollectorTest, HistogramSamplesKeepTheirValueWhenLabelledAndWhenCopiedPerJob) {
+  HistogramValue value;
+  value.buckets = HistogramBuckets::Make({0.5});
+  value.counts = {3, 4};
+  value.sum = 2.5;
+  value.exemplars = {Exemplar{Labels{{"trace_id", "ab"}}, 0.25, 7}, Exemplar{}};
+  histogram_ = &value;
+  table_.Update(AttributionSource::kMapping, {{{"2", "700", "", ""}, {"2", "701", "", ""}}, {}});
+  auto collector = Make();
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  const MetricFamily* latency = Find(out, "gpu_kernel_seconds");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->type, MetricType::kHistogram);
+  std::vector<std::string> jobs;
+  for (const Sample& s : latency->samples) {
+    jobs.push_back(Label(s, "gpu") + ":" + Label(s, "hpc_job"));
+    ASSERT_NE(s.histogram, nullptr) << jobs.back();
+    EXPECT_EQ(s.histogram->counts, (std::vector<uint64_t>{3, 4}));
+    EXPECT_EQ(s.histogram->sum, 2.5);
+    ASSERT_EQ(s.histogram->exemplars.size(), 2u);
+    EXPECT_EQ(s.histogram->exemplars[0].labels, (Labels{{"trace_id", "ab"}}));
+  }
+  // GPU 2 holds two jobs: its series is copied once per job, histogram and all.
+  EXPECT_EQ(jobs, (std::vector<std::string>{"0:1234", "1:4321", "2:700", "2:701", "3:"}));
 }
 
 TEST_F(AttributedCollectorTest, JoinSeriesCarryUserAccountRankAndTheIdleAllocation) {

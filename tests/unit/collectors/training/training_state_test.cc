@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "src/collectors/training/trace_ids.h"
+
 namespace gpuscope {
 namespace {
 
@@ -38,7 +40,7 @@ TrainingDatagram Step(uint64_t number, uint64_t begin, double step_s, double com
   return datagram;
 }
 
-// {family: {label string: value}}
+// {family: {label string: value}}; a histogram as its _count and _sum.
 std::map<std::string, std::map<std::string, double>> Render(TrainingState& state, int64_t now) {
   std::vector<MetricFamily> families;
   state.AppendFamilies(now, families);
@@ -49,6 +51,11 @@ std::map<std::string, std::map<std::string, double>> Render(TrainingState& state
       for (const auto& [name, value] : sample.labels) {
         if (name == "rank" || name == "comm" || name == "op" || name == "size")
           key += name + "=" + value + ",";
+      }
+      if (sample.histogram) {
+        out[family.name + "_count"][key] = static_cast<double>(sample.histogram->count());
+        out[family.name + "_sum"][key] = sample.histogram->sum;
+        continue;
       }
       out[family.name][key] = sample.value;
     }
@@ -77,9 +84,49 @@ TEST(TrainingState, TheRankSlowOnItsOwnWorkScoresLowThoughEveryStepTakesTheSameT
   EXPECT_NEAR(families["gpuscope_training_compute_seconds_median"].at("rank=2,"), 0.069, 1e-6);
   EXPECT_EQ(families["gpuscope_training_steps_total"].at("rank=3,"), 30);
   EXPECT_EQ(families["gpuscope_training_samples_total"].at("rank=3,"), 30 * 32);
-  EXPECT_NEAR(families["gpuscope_training_step_seconds_total"].at("rank=2,"), 30 * 0.099, 1e-6);
+  EXPECT_NEAR(families["gpuscope_training_step_duration_seconds_sum"].at("rank=2,"), 30 * 0.099, 1e-6);
   EXPECT_NEAR(families["gpuscope_training_collective_in_step_seconds_total"].at("rank=2,"), 30 * 0.030, 1e-6);
-  EXPECT_EQ(families["gpuscope_training_collectives_total"].at("rank=0,op=all_reduce,size=ge_64MiB,"), 30);
+  EXPECT_EQ(families["gpuscope_training_collective_duration_seconds_count"].at(
+                "rank=0,op=all_reduce,size=ge_64MiB,"),
+            30);
+}
+
+TEST(TrainingState, StepDurationsFillFixedBucketsEachWithTheTraceOfItsLatestStep) {
+  TrainingState state({});
+  // Steps 0-2 take 0.03 s, step 3 takes 0.2 s, step 4 takes 0.04 s (the latest in the 0.05 bucket).
+  const double seconds[] = {0.03, 0.03, 0.03, 0.2, 0.04};
+  for (uint64_t step = 0; step < 5; ++step) {
+    const uint64_t begin = kT0 + step * kSecond;
+    state.Apply(Rank(1, "777"), Step(step, begin, seconds[step], seconds[step] / 2, step),
+                static_cast<int64_t>(begin));
+  }
+  std::vector<MetricFamily> families;
+  state.AppendFamilies(static_cast<int64_t>(kT0), families);
+  const MetricFamily* steps = nullptr;
+  for (const MetricFamily& family : families) {
+    if (family.name == "gpuscope_training_step_duration_seconds") steps = &family;
+  }
+  ASSERT_NE(steps, nullptr);
+  EXPECT_EQ(steps->type, MetricType::kHistogram);
+  ASSERT_EQ(steps->samples.size(), 1u);
+  const HistogramValue& value = *steps->samples[0].histogram;
+  EXPECT_EQ(value.buckets, TrainingState::StepBuckets());
+  ASSERT_EQ(value.buckets->bounds().front(), 0.01);
+  ASSERT_EQ(value.buckets->bounds().back(), 600);
+  // Buckets 0.01, 0.025, 0.05, 0.1, 0.25, ...: cumulative.
+  EXPECT_EQ(value.counts[0], 0u);
+  EXPECT_EQ(value.counts[1], 0u);
+  EXPECT_EQ(value.counts[2], 4u);
+  EXPECT_EQ(value.counts[3], 4u);
+  EXPECT_EQ(value.counts[4], 5u);
+  EXPECT_EQ(value.count(), 5u);
+  ASSERT_EQ(value.exemplars.size(), value.counts.size());
+  const Exemplar& latest_fast = value.exemplars[2];
+  EXPECT_EQ(latest_fast.labels, (Labels{{"trace_id", IdHex(TrainingStepTraceId("777", 4))}}));
+  EXPECT_DOUBLE_EQ(latest_fast.value, 0.04);
+  EXPECT_EQ(latest_fast.timestamp_ns, static_cast<int64_t>(kT0 + 4 * kSecond + 40'000'000));
+  EXPECT_EQ(value.exemplars[4].labels, (Labels{{"trace_id", IdHex(TrainingStepTraceId("777", 3))}}));
+  EXPECT_TRUE(value.exemplars[0].labels.empty());
 }
 
 TEST(TrainingState, ScoresAreComparedWithinAJobOnly) {
@@ -263,10 +310,13 @@ TEST(TrainingState, HostileTimesAndCountsStayFiniteAndBounded) {
   state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
   auto families = Render(state, static_cast<int64_t>(kT0));
   EXPECT_EQ(families["gpuscope_training_collective_seq"].size(), 8u);
-  EXPECT_EQ(families["gpuscope_training_collectives_total"].at("rank=0,op=other,size=lt_1MiB,"), 1000);
-  EXPECT_EQ(families["gpuscope_training_collective_seconds_total"].at("rank=0,op=other,size=lt_1MiB,"), 0);
+  EXPECT_EQ(
+      families["gpuscope_training_collective_duration_seconds_count"].at("rank=0,op=other,size=lt_1MiB,"),
+      1000);
+  EXPECT_EQ(families["gpuscope_training_collective_duration_seconds_sum"].at("rank=0,op=other,size=lt_1MiB,"),
+            0);
   EXPECT_EQ(families["gpuscope_training_collectives_entered_total"].at("rank=0,"), 1);
-  EXPECT_EQ(families["gpuscope_training_step_seconds_total"].at("rank=0,"), 0);
+  EXPECT_EQ(families["gpuscope_training_step_duration_seconds_sum"].at("rank=0,"), 0);
   for (const auto& [family, samples] : families) {
     for (const auto& [labels, value] : samples) EXPECT_TRUE(std::isfinite(value)) << family << labels;
   }

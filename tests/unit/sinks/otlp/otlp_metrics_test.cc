@@ -148,3 +148,75 @@ TEST(WireOtlpMetrics, APointOfAJobsGpuCarriesTheUserAndAccountOfGpuscopeJobInfo)
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+std::vector<uint64_t> PackedFixed64(std::string_view bytes) {
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; --b) v = v << 8 | static_cast<unsigned char>(bytes[i + b]);
+    out.push_back(v);
+  }
+  return out;
+}
+
+TEST(WireOtlpMetrics, AHistogramIsACumulativeHistogramWithPerBucketCountsBoundsAndTraceExemplars) {
+  auto value = std::make_shared<HistogramValue>();
+  value->buckets = HistogramBuckets::Make({0.1, 1});
+  value->counts = {2, 5, 6};  // cumulative in the model
+  value->sum = 7.25;
+  value->exemplars.resize(3);
+  value->exemplars[1] = {Labels{{"trace_id", "0af7651916cd43dd8448eb211c80319c"}, {"host", "n1"}}, 0.5, 123};
+  value->exemplars[2] = {Labels{{"trace_id", "not-hex"}}, 9, 0};
+  MetricFamily steps{"train_step_seconds", "Step time.", MetricType::kHistogram, "seconds", {}};
+  steps.samples.emplace_back(Labels{{"hpc_job", "42"}, {"rank", "3"}}, value);
+  steps.samples.emplace_back(Labels{{"rank", "4"}}, 1.0);  // not a histogram: left out
+  const MetricFamily* families[] = {&steps};
+  OtlpMetricsRequest request;
+  request.time_unix_nano = 2000;
+  request.start_time_unix_nano = 1000;
+
+  const std::string encoded = EncodeOtlpMetricsRequest(request, families);
+  const auto resource_metrics = MustParse(One(MustParse(encoded), 1).bytes);
+  const auto metric = MustParse(One(MustParse(One(resource_metrics, 2).bytes), 2).bytes);
+  EXPECT_EQ(One(metric, 1).bytes, "train_step_seconds");
+  EXPECT_EQ(One(metric, 3).bytes, "seconds");
+  EXPECT_TRUE(FieldsNumbered(metric, 5).empty());
+  const auto histogram = MustParse(One(metric, 9).bytes);
+  EXPECT_EQ(One(histogram, 2).scalar, 2u);  // CUMULATIVE
+  const auto points = FieldsNumbered(histogram, 1);
+  ASSERT_EQ(points.size(), 1u);
+  const auto point = MustParse(points[0].bytes);
+  EXPECT_EQ(One(point, 2).scalar, 1000u);
+  EXPECT_EQ(One(point, 3).scalar, 2000u);
+  EXPECT_EQ(One(point, 4).scalar, 6u);
+  EXPECT_EQ(std::bit_cast<double>(One(point, 5).scalar), 7.25);
+  EXPECT_EQ(PackedFixed64(One(point, 6).bytes), (std::vector<uint64_t>{2, 3, 1}));  // per bucket
+  const auto bounds = PackedFixed64(One(point, 7).bytes);
+  ASSERT_EQ(bounds.size(), 2u);
+  EXPECT_EQ(std::bit_cast<double>(bounds[0]), 0.1);
+  EXPECT_EQ(std::bit_cast<double>(bounds[1]), 1.0);
+  const auto attributes = FieldsNumbered(point, 9);
+  ASSERT_EQ(attributes.size(), 2u);
+  EXPECT_EQ(One(MustParse(attributes[1].bytes), 1).bytes, "rank");
+
+  const auto exemplars = FieldsNumbered(point, 8);
+  ASSERT_EQ(exemplars.size(), 2u);
+  const auto traced = MustParse(exemplars[0].bytes);
+  EXPECT_EQ(One(traced, 2).scalar, 123u);
+  EXPECT_EQ(std::bit_cast<double>(One(traced, 3).scalar), 0.5);
+  EXPECT_EQ(One(traced, 5).bytes, Bytes({0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb,
+                                         0x21, 0x1c, 0x80, 0x31, 0x9c}));
+  const auto filtered = FieldsNumbered(traced, 7);
+  ASSERT_EQ(filtered.size(), 1u);
+  EXPECT_EQ(One(MustParse(filtered[0].bytes), 1).bytes, "host");
+  const auto untraced = MustParse(exemplars[1].bytes);
+  EXPECT_TRUE(FieldsNumbered(untraced, 5).empty());  // not a hex id: kept as an attribute
+  EXPECT_TRUE(FieldsNumbered(untraced, 2).empty());  // no time
+  EXPECT_EQ(One(MustParse(One(untraced, 7).bytes), 1).bytes, "trace_id");
+}
+
+}  // namespace
+}  // namespace gpuscope

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "src/core/metric.h"
 #include "src/core/snapshot.h"
 
 namespace gpuscope {
@@ -191,6 +192,75 @@ TEST(PrometheusExposition, ContentTypesNameTheFormatVersions) {
             "application/openmetrics-text; version=1.0.0; charset=utf-8");
 }
 
+// A step-time histogram of one rank: buckets 0.1, 1 and +Inf; the 0.1 bucket with an exemplar.
+Sample StepHistogram() {
+  auto value = std::make_shared<HistogramValue>();
+  value->buckets = HistogramBuckets::Make({0.1, 1});
+  value->counts = {2, 5, 6};
+  value->sum = 7.25;
+  value->exemplars.resize(3);
+  value->exemplars[0] = {Labels{{"trace_id", "0af7651916cd43dd8448eb211c80319c"}}, 0.08, 1733100000123456789};
+  return Sample(Labels{{"hpc_job", "42"}, {"rank", "0"}, {"gpu", ""}}, std::move(value));
+}
+
+MetricFamily StepFamily() {
+  return Family("train_step_seconds", MetricType::kHistogram, "Step time.", {StepHistogram()}, "seconds");
+}
+
+TEST(PrometheusExposition, HistogramsAreCumulativeBucketsThenCountAndSumInTextFormat) {
+  EXPECT_EQ(Render({StepFamily()}, ExpositionFormat::kText004),
+            "# HELP train_step_seconds Step time.\n"
+            "# TYPE train_step_seconds histogram\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"0.1\"} 2\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"1.0\"} 5\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"+Inf\"} 6\n"
+            "train_step_seconds_count{hpc_job=\"42\",rank=\"0\"} 6\n"
+            "train_step_seconds_sum{hpc_job=\"42\",rank=\"0\"} 7.25\n");
+}
+
+TEST(PrometheusExposition, OpenMetricsHistogramsCarryTheBucketsExemplars) {
+  EXPECT_EQ(Render({StepFamily()}, ExpositionFormat::kOpenMetrics100),
+            "# HELP train_step_seconds Step time.\n"
+            "# TYPE train_step_seconds histogram\n"
+            "# UNIT train_step_seconds seconds\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"0.1\"} 2 "
+            "# {trace_id=\"0af7651916cd43dd8448eb211c80319c\"} 0.08 1733100000.123\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"1.0\"} 5\n"
+            "train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"+Inf\"} 6\n"
+            "train_step_seconds_count{hpc_job=\"42\",rank=\"0\"} 6\n"
+            "train_step_seconds_sum{hpc_job=\"42\",rank=\"0\"} 7.25\n"
+            "# EOF\n");
+}
+
+TEST(PrometheusExposition, ExemplarsOverTheOpenMetricsLabelLimitAreLeftOutAndTheBucketKept) {
+  Sample sample = StepHistogram();
+  auto value = std::make_shared<HistogramValue>(*sample.histogram);
+  value->exemplars[0].labels = Labels{{"trace_id", std::string(121, 'a')}};  // 8 + 121 > 128
+  sample.histogram = value;
+  const std::string out = Render({Family("train_step_seconds", MetricType::kHistogram, "", {sample})},
+                                 ExpositionFormat::kOpenMetrics100);
+  EXPECT_NE(out.find("train_step_seconds_bucket{hpc_job=\"42\",rank=\"0\",le=\"0.1\"} 2\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find(" # {"), std::string::npos) << out;
+}
+
+TEST(PrometheusExposition, MalformedHistogramSamplesAreSkippedAndCounted) {
+  Sample no_value(Labels{{"rank", "0"}}, 1.0);  // a number where a histogram belongs
+  Sample own_le = StepHistogram();
+  own_le.labels = Labels{{"le", "5"}};
+  Sample short_counts = StepHistogram();
+  auto value = std::make_shared<HistogramValue>(*short_counts.histogram);
+  value->counts.pop_back();
+  short_counts.histogram = value;
+  RenderStats stats;
+  const std::string out =
+      Render({Family("h", MetricType::kHistogram, "", {no_value, own_le, short_counts, StepHistogram()})},
+             ExpositionFormat::kText004, &stats);
+  EXPECT_EQ(stats.skipped_samples, 3u);
+  EXPECT_NE(out.find("h_count{hpc_job=\"42\",rank=\"0\"} 6\n"), std::string::npos) << out;
+}
+
 // Lints a realistic rendering with the real promtool when it is installed.
 TEST(PrometheusExposition, PromtoolAcceptsRenderedTextFormat) {
   const char* promtool = "/usr/bin/promtool";
@@ -199,7 +269,8 @@ TEST(PrometheusExposition, PromtoolAcceptsRenderedTextFormat) {
       Family("DCGM_FI_DEV_GPU_TEMP", MetricType::kGauge, "GPU temperature (in C).", {{{{"gpu", "0"}}, 45}}),
       Family("gpuscope_gpu_info", MetricType::kInfo, "GPU identity.", {{{{"uuid", "GPU-\xFF\"x\\"}}, 1}}),
       Family("gpuscope_xid_errors_total", MetricType::kCounter, "XID errors by code.",
-             {{{{"xid", "79"}}, 2}, {{{"xid", "48"}}, std::nan("")}})};
+             {{{{"xid", "79"}}, 2}, {{{"xid", "48"}}, std::nan("")}}),
+      StepFamily()};
   std::string path = ::testing::TempDir() + "/promtool_input.prom";
   std::ofstream(path) << Render(families, ExpositionFormat::kText004);
   std::string command = std::string(promtool) + " check metrics < " + path + " 2>&1";

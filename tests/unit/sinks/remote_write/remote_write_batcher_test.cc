@@ -167,6 +167,111 @@ TEST(RemoteWriteBatcherTest, ASeriesThatDisappearsGetsOneStaleMarkerThenIsForgot
   EXPECT_TRUE(StaleGpus(AsV1(record)).empty());
 }
 
+// A step histogram per rank (buckets 0.1, 1, +Inf) with the rank's label sets, plus a gauge after it.
+Snapshot Histograms(const std::vector<Labels>& ranks, uint64_t steps = 4) {
+  static const auto buckets = HistogramBuckets::Make({0.1, 1});
+  MetricFamily steps_family{"train_step_seconds", "Step time.", MetricType::kHistogram, "seconds", {}};
+  MetricFamily after{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", MetricType::kGauge, "", {}};
+  for (const Labels& labels : ranks) {
+    auto value = std::make_shared<HistogramValue>();
+    value->buckets = buckets;
+    value->counts = {1, steps - 1, steps};
+    value->sum = 0.5 * static_cast<double>(steps);
+    value->exemplars.resize(3);
+    value->exemplars[0] = {Labels{{"trace_id", "0af7651916cd43dd8448eb211c80319c"}}, 0.05, 1};
+    steps_family.samples.emplace_back(labels, std::move(value));
+    after.samples.push_back({labels, 40});
+  }
+  return Snapshot::Of({steps_family, after});
+}
+
+TEST(RemoteWriteBatcherTest, AHistogramIsSentAsBucketCountAndSumSeriesWithHistogramMetadata) {
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}});
+  std::string record;
+  const auto built = batcher.Build(Histograms({Gpu(0)}), 1796150000123, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(built.samples, 6u);  // 3 buckets, count, sum, the gauge
+
+  const auto v2 = AsV2(record);
+  ASSERT_EQ(v2.size(), 6u);
+  const std::vector<std::pair<std::string, double>> expected = {{"train_step_seconds_bucket", 1},
+                                                                {"train_step_seconds_bucket", 3},
+                                                                {"train_step_seconds_bucket", 4},
+                                                                {"train_step_seconds_count", 4},
+                                                                {"train_step_seconds_sum", 2}};
+  const std::vector<std::string> le = {"0.1", "1.0", "+Inf"};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string name;
+    std::string le_value = "<absent>";
+    for (const auto& [label, value] : v2[i].labels) {
+      if (label == "__name__") name = value;
+      if (label == "le") le_value = value;
+    }
+    EXPECT_EQ(name, expected[i].first) << i;
+    EXPECT_EQ(std::bit_cast<double>(v2[i].value_bits), expected[i].second) << i;
+    EXPECT_EQ(le_value, i < 3 ? le[i] : "<absent>") << i;
+    EXPECT_EQ(v2[i].type, 3u) << i;  // HISTOGRAM
+    EXPECT_EQ(v2[i].help, "Step time.");
+    EXPECT_EQ(v2[i].unit, "seconds");
+  }
+  EXPECT_EQ(v2[0].labels, (LabelPairs{{"UUID", "GPU-100"},
+                                      {"__name__", "train_step_seconds_bucket"},
+                                      {"cluster", "c1"},
+                                      {"gpu", "0"},
+                                      {"le", "0.1"}}));
+  EXPECT_EQ(v2[5].type, 2u);  // the gauge after it is itself
+
+  const RemoteWriteBatch v1 = AsV1(record);
+  ASSERT_EQ(v1.series.size(), 6u);
+  EXPECT_EQ(v1.series[2].value, 4);
+  // 1.0 metadata names the histogram's family once, without the suffixes.
+  ASSERT_EQ(v1.metadata.size(), 2u);
+  EXPECT_EQ(v1.metadata[0].family, "train_step_seconds");
+  EXPECT_EQ(v1.metadata[0].type, MetricType::kHistogram);
+  EXPECT_EQ(v1.metadata[1].family, "DCGM_FI_DEV_GPU_TEMP");
+}
+
+TEST(RemoteWriteBatcherTest, HistogramSeriesAreFoundAgainEachIntervalAndStaleWhenTheirRankIsGone) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  const std::vector<Labels> ranks = Gpus(2);
+  std::string first;
+  batcher.Build(Histograms(ranks, 4), 1000, &first);
+  batcher.Committed(true);
+  const size_t symbols = batcher.symbols();
+  std::string record;
+  for (int interval = 1; interval <= 3; ++interval) {
+    const auto built = batcher.Build(Histograms(ranks, 4 + interval), 1000 + interval, &record);
+    batcher.Committed(true);
+    EXPECT_EQ(built.samples, 12u);
+    EXPECT_EQ(built.stale_markers, 0u);
+  }
+  EXPECT_EQ(batcher.symbols(), symbols);  // no new strings in the steady state
+  EXPECT_EQ(batcher.cached_series(), 12u);
+  EXPECT_EQ(record.size(), first.size());
+  EXPECT_EQ(AsV1(record).series[2].value, 7);  // +Inf of rank 0 after 7 steps
+
+  const auto built = batcher.Build(Histograms({ranks[0]}), 5000, &record);  // rank 1 ended
+  batcher.Committed(true);
+  EXPECT_EQ(built.stale_markers, 6u);  // its 3 buckets, count, sum and gauge
+  EXPECT_EQ(StaleGpus(AsV1(record)).size(), 6u);
+  batcher.Build(Histograms({ranks[0]}), 6000, &record);
+  batcher.Committed(true);
+  EXPECT_EQ(batcher.cached_series(), 6u);
+}
+
+TEST(RemoteWriteBatcherTest, AHistogramSampleWithItsOwnLeLabelOrNoCountsIsLeftOut) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  Snapshot good = Histograms({Labels{{"le", "5"}}, Gpu(1)});
+  std::vector<MetricFamily> families;
+  for (const MetricFamily* family : good.families()) families.push_back(*family);
+  families[0].samples.emplace_back(Labels{{"gpu", "9"}}, 1.0);  // a number in a histogram family
+  std::string record;
+  const auto built = batcher.Build(Snapshot::Of(std::move(families)), 1000, &record);
+  batcher.Committed(true);
+  // The le="5" sample's buckets clash with le (left out) but its count and sum do not; gpu 9 has nothing.
+  EXPECT_EQ(built.samples, 3u + 2u + 2u + 2u);
+}
+
 TEST(RemoteWriteBatcherTest, ARecordThatWasNotQueuedLeavesThePreviousOneAsTheMeasureForStaleMarkers) {
   RemoteWriteBatcher batcher(LabelPairs{});
   const std::vector<Labels> gpus = Gpus(3);
