@@ -59,6 +59,8 @@ WORKER = textwrap.dedent("""
     gpuscope.pytorch.instrument_ddp(model)
     model(torch.randn(4, 10)).sum().backward()                 # seq 6: one bucket, by the hook only
     gt.shutdown()
+    del model
+    dist.destroy_process_group()  # torch 1.13 may abort at exit with gloo's threads still up otherwise
     print("wrapped", dist.all_reduce.__wrapped__ is not None, flush=True)
 """)
 
