@@ -1,18 +1,33 @@
-"""One rank of the demo fleet's synthetic data-parallel training job, instrumented with python/gpuscope
-(gpuscope.training) exactly as a real script would be, for the capstone incident of the demo and the
-alerting and dashboard tests (docs/design/training.md).
+"""One rank of the demo fleet's data-parallel training job, instrumented with python/gpuscope exactly as a
+real script would be, for the capstone incident of the demo and the alerting and dashboard tests
+(docs/design/training.md).
 
-Every step lasts STEP_SECONDS on every rank, as in synchronous training: the rank does its own work
-(OWN_SECONDS), then waits in the gradient all-reduce until the step's end. The rank on the GPU named by
-GPUSCOPE_DEMO_SLOW_GPU watches its own GPU's NVLink error counter on its node's agent
-(GPUSCOPE_DEMO_METRICS_URL) and, once the link shows CRC errors, spends SLOW_EXTRA_SECONDS more on its own
-work per step (rank 0 also saves a checkpoint every 15 s, every rank waits 5 ms for its loader): the
-model's intra-node traffic over the bad link (tensor-parallel and FSDP gathers inside the
-forward and backward passes) is retransmitted, and the data-parallel all-reduce waits for that rank. No
-torch: the ranks sleep for their work (integration_training_ddp uses real PyTorch).
+With PyTorch (the interpreter tests/integration/fleet.py picks: Debian's python3-torch when installed) the
+ranks train for real: DistributedDataParallel over gloo on loopback, a small MLP, instrumented with
+gpuscope.pytorch.instrument_ddp (DDP's gradient all-reduces, timed) and gpuscope.training (steps, the
+loader wait, rank 0's checkpoint saves of the real state dict). Each step is the model's real forward and
+backward on the CPU (a few ms) and DEVICE_SECONDS of sleep for the time a GPU would run the step's
+kernels while the rank's CPU waits: with the whole step on the CPU the ranks of a small machine contend
+with each other (and with the fleet's agents and Prometheus) at random, and their scores swing enough to
+name a healthy rank (measured with 4 ranks on 2 shared cores, tests/integration/training_slurm_test.py).
+Steps start at most every STEP_SECONDS, a pause outside the step.
+
+How the incident slows the rank: the rank on the GPU named by GPUSCOPE_DEMO_SLOW_GPU watches its GPU's
+NVLink error counter on its node's agent (GPUSCOPE_DEMO_METRICS_URL). Once the link shows CRC errors it
+does real extra work in every step: EXTRA_PASSES more forward and backward passes of its model on its
+batch, outside DDP's synchronisation (model.no_sync()), standing in for the retransmissions of the
+model's intra-node traffic over the bad link (tensor-parallel and FSDP gathers inside the forward and
+backward passes). The other ranks wait for it in the gradient all-reduce, so every rank's step takes as
+long, and only the time each rank spends outside collectives tells the slow one.
+
+Without PyTorch the ranks are synthetic and sleep for their work: every step lasts STEP_SECONDS, the rank
+works OWN_SECONDS (SLOW_EXTRA_SECONDS more once its link shows errors), then waits in the "all-reduce"
+until the step's end; rank 0 saves a "checkpoint" of a 7B model's bf16 weights every CHECKPOINT_EVERY_STEPS
+steps, every rank waits LOADER_SECONDS for its loader.
 
 Environment: RANK, LOCAL_RANK, WORLD_SIZE, SLURM_JOB_ID, SLURM_STEP_GPUS, GPUSCOPE_TRAINING_SOCKET as a
-launcher sets them; GPUSCOPE_DEMO_SLOW_GPU and GPUSCOPE_DEMO_METRICS_URL for the incident."""
+launcher sets them, MASTER_ADDR and MASTER_PORT for the real job's rendezvous; GPUSCOPE_DEMO_SLOW_GPU and
+GPUSCOPE_DEMO_METRICS_URL for the incident."""
 
 import os
 import re
@@ -30,6 +45,9 @@ CHECK_EVERY_SECONDS = 2.0
 LOADER_SECONDS = 0.005
 CHECKPOINT_EVERY_STEPS = 150
 CHECKPOINT_SECONDS = 0.3
+DEVICE_SECONDS = 0.1
+EXTRA_PASSES = 12
+BATCH = 32
 
 
 def nvlink_errors(url, gpu):
@@ -46,24 +64,80 @@ def nvlink_errors(url, gpu):
     return total
 
 
-def main():
+class Incident:
+    """Whether this rank's GPU is the one whose NVLink link goes bad, and whether it has yet: checked on the
+    node's agent every CHECK_EVERY_SECONDS until it has."""
+
+    def __init__(self):
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
+        self.gpu = gpus[local_rank] if local_rank < len(gpus) else ""
+        self.watch = self.gpu != "" and self.gpu == os.environ.get("GPUSCOPE_DEMO_SLOW_GPU")
+        self.url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
+        self.slowed = False
+        self.next_check = 0.0
+
+    def link_bad(self):
+        if self.watch and not self.slowed and time.monotonic() >= self.next_check:
+            self.slowed = nvlink_errors(self.url, self.gpu) > 0
+            self.next_check = time.monotonic() + CHECK_EVERY_SECONDS
+        return self.slowed
+
+
+def train_with_torch(torch, dist):
+    """The real job: DDP over gloo, paced to a step at most every STEP_SECONDS."""
+    import io
+    import gpuscope.pytorch
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]),
+                            rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10)))
+    gpuscope.pytorch.instrument_ddp(model)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    incident = Incident()
+    step = 0
+    while True:
+        begin = time.monotonic()
+        slowed = incident.link_bad()
+        if rank == 0 and step % CHECKPOINT_EVERY_STEPS == CHECKPOINT_EVERY_STEPS - 1:
+            state = model.module.state_dict()
+            with gt.checkpoint(nbytes=sum(t.numel() * t.element_size() for t in state.values())):
+                torch.save(state, io.BytesIO())
+        with gt.step(samples=BATCH):
+            with gt.dataloader_wait():
+                x, y = torch.randn(BATCH, 256), torch.randint(0, 10, (BATCH,))
+            if slowed:
+                with model.no_sync():  # the retransmissions: this rank's own work again, nobody else's
+                    for _ in range(EXTRA_PASSES):
+                        torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            time.sleep(DEVICE_SECONDS)  # the step's kernels on the rank's GPU, while its CPU waits
+            loss.backward()
+            optimiser.step()
+            optimiser.zero_grad()
+        step += 1
+        time.sleep(max(0.0, STEP_SECONDS - (time.monotonic() - begin)))
+
+
+def train_synthetic():
+    """No torch: the ranks sleep for their work and their all-reduce."""
     rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
-    my_gpu = gpus[local_rank] if local_rank < len(gpus) else ""
-    watch = my_gpu != "" and my_gpu == os.environ.get("GPUSCOPE_DEMO_SLOW_GPU")
-    url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
     session = gt.init()
-    slowed, next_check, seq = False, 0.0, 0
+    incident = Incident()
+    seq = 0
     while True:
         begin = time.time_ns()
-        if watch and not slowed and time.monotonic() >= next_check:
-            slowed = nvlink_errors(url, my_gpu) > 0
-            next_check = time.monotonic() + CHECK_EVERY_SECONDS
+        slowed = incident.link_bad()
         if rank == 0 and seq % CHECKPOINT_EVERY_STEPS == CHECKPOINT_EVERY_STEPS - 1:
             with gt.checkpoint(nbytes=14 << 30):  # a 7B model's weights in bf16
                 time.sleep(CHECKPOINT_SECONDS)
-        with gt.step(samples=32):
+        with gt.step(samples=BATCH):
             with gt.dataloader_wait():
                 time.sleep(LOADER_SECONDS)
             time.sleep(OWN_SECONDS - LOADER_SECONDS + (SLOW_EXTRA_SECONDS if slowed else 0))
@@ -73,6 +147,18 @@ def main():
             time.sleep(max(0.0, STEP_SECONDS - (time.time_ns() - begin) / 1e9))
             session.collective("all_reduce", 256 << 20, entered, time.time_ns(), comm=1, seq=seq)
         seq += 1
+
+
+def main():
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        torch = dist = None
+    if dist is not None and dist.is_available() and os.environ.get("MASTER_PORT"):
+        train_with_torch(torch, dist)
+    else:
+        train_synthetic()
 
 
 if __name__ == "__main__":
