@@ -1,16 +1,26 @@
-"""One rank of the demo fleet's data-parallel training job, instrumented with python/gpuscope exactly as a
-real script would be, for the capstone incident of the demo and the alerting and dashboard tests
-(docs/design/training.md).
+"""One rank of the demo fleet's synthetic data-parallel training job, instrumented with python/gpuscope
+(gpuscope.training) exactly as a real script would be, for the capstone incident of the demo and the
+alerting and dashboard tests (docs/design/training.md).
 
-With PyTorch (the interpreter tests/integration/fleet.py picks: Debian's python3-torch when installed) the
-ranks train for real: DistributedDataParallel over gloo on loopback, a small MLP, instrumented with
-gpuscope.pytorch.instrument_ddp (DDP's gradient all-reduces, timed) and gpuscope.training (steps, the
-loader wait, rank 0's checkpoint saves of the real state dict). Each step is the model's real forward and
-backward on the CPU (a few ms) and DEVICE_SECONDS of sleep for the time a GPU would run the step's
-kernels while the rank's CPU waits: with the whole step on the CPU the ranks of a small machine contend
-with each other (and with the fleet's agents and Prometheus) at random, and their scores swing enough to
-name a healthy rank (measured with 4 ranks on 2 shared cores, tests/integration/training_slurm_test.py).
-Steps start at most every STEP_SECONDS, a pause outside the step.
+Every step lasts STEP_SECONDS on every rank, as in synchronous training: the rank does its own work
+(OWN_SECONDS), then waits in the gradient all-reduce until the step's end. The rank on the GPU named by
+GPUSCOPE_DEMO_SLOW_GPU watches its own GPU's NVLink error counter on its node's agent
+(GPUSCOPE_DEMO_METRICS_URL) and, once the link shows CRC errors, spends SLOW_EXTRA_SECONDS more on its own
+work per step (rank 0 also saves a checkpoint every 15 s, every rank waits 5 ms for its loader): the
+model's intra-node traffic over the bad link (tensor-parallel and FSDP gathers inside the
+forward and backward passes) is retransmitted, and the data-parallel all-reduce waits for that rank. No
+torch: the ranks sleep for their work (integration_training_ddp uses real PyTorch).
+
+The paragraph above is the fallback without PyTorch. With PyTorch (the interpreter fleet.py picks:
+Debian's python3-torch when installed) the ranks train for real: DistributedDataParallel over gloo on
+loopback, a small MLP, instrumented with gpuscope.pytorch.instrument_ddp (DDP's gradient all-reduces,
+timed) and gpuscope.training (steps, the loader wait, rank 0's checkpoint saves of the real state dict).
+Each step is the model's real forward and backward on the CPU (a few ms) and DEVICE_SECONDS of sleep for
+the time a GPU would run the step's kernels while the rank's CPU waits: with the whole step on the CPU
+the ranks of a small machine contend with each other (and with the fleet's agents and Prometheus) at
+random, and their scores swing enough to name a healthy rank (measured with 4 ranks on 2 shared cores,
+tests/integration/training_slurm_test.py). Steps start at most every STEP_SECONDS, a pause outside the
+step.
 
 How the incident slows the rank: the rank on the GPU named by GPUSCOPE_DEMO_SLOW_GPU watches its GPU's
 NVLink error counter on its node's agent (GPUSCOPE_DEMO_METRICS_URL). Once the link shows CRC errors it
@@ -20,14 +30,9 @@ model's intra-node traffic over the bad link (tensor-parallel and FSDP gathers i
 backward passes). The other ranks wait for it in the gradient all-reduce, so every rank's step takes as
 long, and only the time each rank spends outside collectives tells the slow one.
 
-Without PyTorch the ranks are synthetic and sleep for their work: every step lasts STEP_SECONDS, the rank
-works OWN_SECONDS (SLOW_EXTRA_SECONDS more once its link shows errors), then waits in the "all-reduce"
-until the step's end; rank 0 saves a "checkpoint" of a 7B model's bf16 weights every CHECKPOINT_EVERY_STEPS
-steps, every rank waits LOADER_SECONDS for its loader.
-
 Environment: RANK, LOCAL_RANK, WORLD_SIZE, SLURM_JOB_ID, SLURM_STEP_GPUS, GPUSCOPE_TRAINING_SOCKET as a
-launcher sets them, MASTER_ADDR and MASTER_PORT for the real job's rendezvous; GPUSCOPE_DEMO_SLOW_GPU and
-GPUSCOPE_DEMO_METRICS_URL for the incident."""
+launcher sets them; GPUSCOPE_DEMO_SLOW_GPU and GPUSCOPE_DEMO_METRICS_URL for the incident; MASTER_ADDR and
+MASTER_PORT for the real job's rendezvous (without them the ranks stay synthetic)."""
 
 import os
 import re
@@ -45,9 +50,10 @@ CHECK_EVERY_SECONDS = 2.0
 LOADER_SECONDS = 0.005
 CHECKPOINT_EVERY_STEPS = 150
 CHECKPOINT_SECONDS = 0.3
+# The real job's (with PyTorch).
+BATCH = 32
 DEVICE_SECONDS = 0.1
 EXTRA_PASSES = 12
-BATCH = 32
 
 
 def nvlink_errors(url, gpu):
@@ -62,6 +68,17 @@ def nvlink_errors(url, gpu):
         if line.startswith("gpuscope_nvlink_errors_total{") and re.search(r'[{,]gpu="%s"' % gpu, line):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def torch_job():
+    """True when this interpreter has torch.distributed and the launcher gave a rendezvous."""
+    if not os.environ.get("MASTER_PORT"):
+        return False
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return False
+    return dist.is_available()
 
 
 class Incident:
@@ -125,19 +142,28 @@ def train_with_torch(torch, dist):
         time.sleep(max(0.0, STEP_SECONDS - (time.monotonic() - begin)))
 
 
-def train_synthetic():
-    """No torch: the ranks sleep for their work and their all-reduce."""
+def main():
+    if torch_job():
+        import torch
+        import torch.distributed as dist
+        return train_with_torch(torch, dist)
     rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
+    my_gpu = gpus[local_rank] if local_rank < len(gpus) else ""
+    watch = my_gpu != "" and my_gpu == os.environ.get("GPUSCOPE_DEMO_SLOW_GPU")
+    url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
     session = gt.init()
-    incident = Incident()
-    seq = 0
+    slowed, next_check, seq = False, 0.0, 0
     while True:
         begin = time.time_ns()
-        slowed = incident.link_bad()
+        if watch and not slowed and time.monotonic() >= next_check:
+            slowed = nvlink_errors(url, my_gpu) > 0
+            next_check = time.monotonic() + CHECK_EVERY_SECONDS
         if rank == 0 and seq % CHECKPOINT_EVERY_STEPS == CHECKPOINT_EVERY_STEPS - 1:
             with gt.checkpoint(nbytes=14 << 30):  # a 7B model's weights in bf16
                 time.sleep(CHECKPOINT_SECONDS)
-        with gt.step(samples=BATCH):
+        with gt.step(samples=32):
             with gt.dataloader_wait():
                 time.sleep(LOADER_SECONDS)
             time.sleep(OWN_SECONDS - LOADER_SECONDS + (SLOW_EXTRA_SECONDS if slowed else 0))
@@ -147,18 +173,6 @@ def train_synthetic():
             time.sleep(max(0.0, STEP_SECONDS - (time.time_ns() - begin) / 1e9))
             session.collective("all_reduce", 256 << 20, entered, time.time_ns(), comm=1, seq=seq)
         seq += 1
-
-
-def main():
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError:
-        torch = dist = None
-    if dist is not None and dist.is_available() and os.environ.get("MASTER_PORT"):
-        train_with_torch(torch, dist)
-    else:
-        train_synthetic()
 
 
 if __name__ == "__main__":
