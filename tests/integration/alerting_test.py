@@ -33,7 +33,7 @@ generated = False  # whether setUpModule generated MIXIN (then tearDownModule re
 NODES = (
     fleet.Node("node-faults", "h100-faults.yaml", fleet.Job(501, "carol", "vision", "train", "vit"), speed=5),
     fleet.Node("node-nvlink", "h100-nvlink-crc-incident.yaml", fleet.Job(502, "bob", "llm", "train", "pretrain"),
-               speed=30, trainer_ranks=4, slow_gpu=3),
+               speed=30, trainer_ranks=8, slow_gpu=3),
     fleet.Node("node-idle", "h100-allocated-idle.yaml", fleet.Job(503, "dave", "research", "interactive", "nb"),
                speed=30),
     fleet.Node("node-crash", "h100-training.yaml", fleet.Job(504, "alice", "llm", "train", "finetune"), speed=30),

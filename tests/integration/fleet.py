@@ -75,7 +75,7 @@ DEMO_NODES = (
     Node("gpu-node-01", "h100-training.yaml", Job(4101, "alice", "llm", "train", "llama-finetune"),
          args=WITH_INFINIBAND),
     Node("gpu-node-02", "h100-nvlink-crc-incident.yaml", Job(4102, "bob", "llm", "train", "pretrain-7b"),
-         trainer_ranks=4, slow_gpu=3),
+         trainer_ranks=8, slow_gpu=3),
     # Slower than the rest, so that its faults (15-60 s simulated) fall after Prometheus' first scrapes.
     Node("gpu-node-03", "h100-faults.yaml", Job(4103, "carol", "vision", "train", "vit-huge"), speed=2),
     Node("gpu-node-04", "h100-allocated-idle.yaml", Job(4104, "dave", "research", "interactive", "notebook")),
