@@ -118,7 +118,8 @@ BATCH = textwrap.dedent("""\
     #!/bin/sh
     export PATH=/usr/sbin:/usr/bin:/sbin:/bin
     export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-    export MASTER_PORT={port} OMP_NUM_THREADS=1 PYTHONPATH={pythonpath} GPUSCOPE_TRAINING_SOCKET={socket} PROGRESS_DIR={progress}
+    export MASTER_PORT={port} OMP_NUM_THREADS=1 PYTHONPATH={pythonpath}
+    export GPUSCOPE_TRAINING_SOCKET={socket} PROGRESS_DIR={progress}
     exec srun --export=ALL --kill-on-bad-exit=1 {python} {script} {steps} {hang_rank} {hang_at} {period} {device}
 """)
 
@@ -150,8 +151,9 @@ def values(samples):
     return {rank: value for rank, (value, _labels) in samples.items()}
 
 
-def rank_pids(job):
-    """{rank: pid} of the job's training processes, found as any tool would: by their environment."""
+def rank_pids(job, script):
+    """{rank: pid} of the job's training processes, found as any tool would: by their environment (the
+    batch script's srun has SLURM_PROCID too, so the command line must run `script`)."""
     pids = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -160,10 +162,11 @@ def rank_pids(job):
             with open(f"/proc/{entry}/environ", "rb") as f:
                 env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
+                argv = f.read().split(b"\0")
         except OSError:
             continue
-        if env.get(b"SLURM_JOB_ID") == job.encode() and b"train.py" in cmdline and b"SLURM_PROCID" in env:
+        if (env.get(b"SLURM_JOB_ID") == job.encode() and b"SLURM_PROCID" in env and len(argv) > 1
+                and argv[0] == TORCH_PYTHON.encode() and argv[1] == script.encode()):
             pids[int(env[b"SLURM_PROCID"])] = int(entry)
     return pids
 
@@ -234,8 +237,8 @@ class DistributedDataParallelUnderSlurm(unittest.TestCase):
         job = self.cluster.run_client(argv).stdout.strip().split(";")[0]
         self.addCleanup(lambda: self.cluster.run_client(["scancel", job], check=False))
         self.cluster.wait_for_state(job, "RUNNING")
-        pids = harness.wait_for(lambda: (lambda p: p if len(p) == WORLD else None)(rank_pids(job)), 60,
-                                f"the {WORLD} ranks of job {job}")
+        pids = harness.wait_for(lambda: (lambda p: p if len(p) == WORLD else None)(rank_pids(job, self.script)),
+                                60, f"the {WORLD} ranks of job {job}")
         # One cgroup per rank, of equal weight: among themselves the ranks share the CPUs as plain
         # processes would, and one rank's quota is a setting of its own group.
         self.rank_cgroups = {}
