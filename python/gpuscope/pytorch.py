@@ -14,6 +14,7 @@ Importing this module imports torch; gpuscope.training does not.
 """
 
 import functools
+import inspect
 import itertools
 import threading
 import time
@@ -26,6 +27,9 @@ from . import training
 
 _sequences = {}
 _sequences_lock = threading.Lock()
+# Set while instrument_ddp's hook runs DDP's all-reduce, so that the wrapped dist.all_reduce it calls is not
+# recorded a second time (with a second sequence number) when time_collectives() is on too.
+_in_ddp_hook = threading.local()
 
 
 def _group_key(group):
@@ -79,7 +83,11 @@ def instrument_ddp(model, process_group=None):
         buffer = bucket.buffer()
         nbytes = buffer.numel() * buffer.element_size()
         session.collective_entered("all_reduce", nbytes, begin, comm=key, seq=seq, nranks=nranks)
-        future = default_hooks.allreduce_hook(state, bucket)
+        _in_ddp_hook.active = True
+        try:
+            future = default_hooks.allreduce_hook(state, bucket)
+        finally:
+            _in_ddp_hook.active = False
 
         def completed(fut):
             session.collective("all_reduce", nbytes, begin, time.time_ns(), comm=key, seq=seq, nranks=nranks)
@@ -92,46 +100,85 @@ def instrument_ddp(model, process_group=None):
 
 
 _patched = False
-_COLLECTIVES = ("all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "all_to_all", "barrier",
-                "gather", "scatter")
+# The torch.distributed functions time_collectives() wraps: {name: (operation as NCCL names it, the
+# parameter whose bytes are the collective's size)}. The size follows NCCL's count: what one rank sends for
+# all-gather, what one rank receives for reduce-scatter, the whole buffer for the others.
+_COLLECTIVES = {
+    "all_reduce": ("all_reduce", "tensor"),
+    "broadcast": ("broadcast", "tensor"),
+    "reduce": ("reduce", "tensor"),
+    "all_gather": ("all_gather", "tensor"),
+    "all_gather_into_tensor": ("all_gather", "input_tensor"),
+    "reduce_scatter": ("reduce_scatter", "output"),
+    "reduce_scatter_tensor": ("reduce_scatter", "output"),
+    "all_to_all": ("all_to_all", "input_tensor_list"),
+    "gather": ("gather", "tensor"),
+    "scatter": ("scatter", "tensor"),
+    "barrier": ("barrier", None),
+}
 
 
 def time_collectives():
-    """Wraps the torch.distributed collectives a script calls directly; idempotent. Synchronous calls are
-    timed around the call, asynchronous ones (async_op=True) until their work completes."""
+    """Wraps the torch.distributed collectives a script calls directly (dist.all_reduce(...) and the others
+    of _COLLECTIVES; names imported with `from torch.distributed import ...` before this call keep the
+    unwrapped function); idempotent. Synchronous calls are timed around the call, asynchronous ones
+    (async_op=True) until their work completes. A collective that raises propagates its exception unchanged,
+    after its entry record; a rank outside the call's group is not timed (torch does nothing there)."""
     global _patched
     if _patched:
         return
     _patched = True
     session = training.session()
-    for name in _COLLECTIVES:
+    for name, (op, size_parameter) in _COLLECTIVES.items():
         original = getattr(dist, name, None)
         if original is None:
             continue
-        setattr(dist, name, _wrap(name, original, session))
+        setattr(dist, name, _wrap(op, size_parameter, original, session))
 
 
-def _wrap(name, original, session):
+def _wrap(op, size_parameter, original, session):
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return original
+
     @functools.wraps(original)
     def timed(*args, **kwargs):
-        group = kwargs.get("group")
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)  # torch raises its own error for the bad call
+        bound.apply_defaults()
+        group = bound.arguments.get("group")
+        if getattr(_in_ddp_hook, "active", False) or _outside(group):
+            return original(*args, **kwargs)
         key = _group_key(group)
+        nranks = _size(group)
         seq = _next_seq(key)
-        nbytes = _nbytes(args[:2])
+        nbytes = _nbytes([bound.arguments.get(size_parameter)]) if size_parameter else 0
         begin = time.time_ns()
-        session.collective_entered(name, nbytes, begin, comm=key, seq=seq, nranks=_size(group))
+        session.collective_entered(op, nbytes, begin, comm=key, seq=seq, nranks=nranks)
         result = original(*args, **kwargs)
-        if kwargs.get("async_op") and result is not None:
-            try:
-                def completed(fut):
-                    session.collective(name, nbytes, begin, time.time_ns(), comm=key, seq=seq, nranks=_size(group))
-                    return fut.value()
+        if bound.arguments.get("async_op") and result is not None:
 
+            def completed(fut):
+                session.collective(op, nbytes, begin, time.time_ns(), comm=key, seq=seq, nranks=nranks)
+                return fut.value()
+
+            try:
                 result.get_future().then(completed)
-            except Exception:
-                session.collective(name, nbytes, begin, 0, comm=key, seq=seq, nranks=_size(group))
+            except Exception:  # a backend whose work has no future: the entry record stands alone
+                pass
         else:
-            session.collective(name, nbytes, begin, time.time_ns(), comm=key, seq=seq, nranks=_size(group))
+            session.collective(op, nbytes, begin, time.time_ns(), comm=key, seq=seq, nranks=nranks)
         return result
 
     return timed
+
+
+def _outside(group):
+    """True when this rank is not a member of `group` (torch returns at once without communicating)."""
+    try:
+        return group is not None and dist._rank_not_in_group(group)
+    except Exception:
+        return False

@@ -14,8 +14,30 @@ the agent traces (--training.traces=slow). Rank 0 also saves a checkpoint every 
 5 ms for its loader. No torch: the ranks sleep for their work (integration_training_ddp uses real
 PyTorch).
 
+The paragraph above is the fallback without PyTorch. With PyTorch (the interpreter fleet.py picks:
+Debian's python3-torch when installed) the ranks train for real: DistributedDataParallel over gloo on
+loopback, a small MLP, instrumented with gpuscope.pytorch.instrument_ddp (DDP's gradient all-reduces,
+timed) and gpuscope.training (steps, the loader wait, rank 0's checkpoint saves of the real state dict).
+Each step is the model's real forward and backward on the CPU (a few ms) and DEVICE_SECONDS of sleep for
+the time a GPU would run the step's kernels while the rank's CPU waits: with the whole step on the CPU
+the ranks of a small machine contend with each other (and with the fleet's agents and Prometheus) at
+random, and their scores swing enough to name a healthy rank (measured with 4 ranks on 2 shared cores,
+tests/integration/training_slurm_test.py). Steps start at most every STEP_SECONDS, a pause outside the
+step.
+
+How the incident slows the rank: the rank on the GPU named by GPUSCOPE_DEMO_SLOW_GPU watches its GPU's
+NVLink error counter on its node's agent (GPUSCOPE_DEMO_METRICS_URL). Once the link shows CRC errors it
+does real extra work in every step: EXTRA_PASSES more forward and backward passes of its model on its
+batch, outside DDP's synchronisation (model.no_sync()), standing in for the retransmissions of the
+model's intra-node traffic over the bad link (tensor-parallel and FSDP gathers inside the forward and
+backward passes). The other ranks wait for it in the gradient all-reduce, so every rank's step takes as
+long, and only the time each rank spends outside collectives tells the slow one. One step in
+REPLAY_EVERY_STEPS it also waits out a burst of link-level replays (REPLAY_SECONDS) before its gradients go
+out, as in the fallback: the slow steps the agent traces on every rank.
+
 Environment: RANK, LOCAL_RANK, WORLD_SIZE, SLURM_JOB_ID, SLURM_STEP_GPUS, GPUSCOPE_TRAINING_SOCKET as a
-launcher sets them; GPUSCOPE_DEMO_SLOW_GPU and GPUSCOPE_DEMO_METRICS_URL for the incident."""
+launcher sets them; GPUSCOPE_DEMO_SLOW_GPU and GPUSCOPE_DEMO_METRICS_URL for the incident; MASTER_ADDR and
+MASTER_PORT for the real job's rendezvous (without them the ranks stay synthetic)."""
 
 import os
 import re
@@ -35,6 +57,10 @@ CHECK_EVERY_SECONDS = 2.0
 LOADER_SECONDS = 0.005
 CHECKPOINT_EVERY_STEPS = 150
 CHECKPOINT_SECONDS = 0.3
+# The real job's (with PyTorch).
+BATCH = 32
+DEVICE_SECONDS = 0.1
+EXTRA_PASSES = 12
 
 
 def nvlink_errors(url, gpu):
@@ -51,7 +77,86 @@ def nvlink_errors(url, gpu):
     return total
 
 
+def torch_job():
+    """True when this interpreter has torch.distributed and the launcher gave a rendezvous."""
+    if not os.environ.get("MASTER_PORT"):
+        return False
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return False
+    return dist.is_available()
+
+
+class Incident:
+    """Whether this rank's GPU is the one whose NVLink link goes bad, and whether it has yet: checked on the
+    node's agent every CHECK_EVERY_SECONDS until it has."""
+
+    def __init__(self):
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
+        self.gpu = gpus[local_rank] if local_rank < len(gpus) else ""
+        self.watch = self.gpu != "" and self.gpu == os.environ.get("GPUSCOPE_DEMO_SLOW_GPU")
+        self.url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
+        self.slowed = False
+        self.next_check = 0.0
+
+    def link_bad(self):
+        if self.watch and not self.slowed and time.monotonic() >= self.next_check:
+            self.slowed = nvlink_errors(self.url, self.gpu) > 0
+            self.next_check = time.monotonic() + CHECK_EVERY_SECONDS
+        return self.slowed
+
+
+def train_with_torch(torch, dist):
+    """The real job: DDP over gloo, paced to a step at most every STEP_SECONDS."""
+    import io
+    import gpuscope.pytorch
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]),
+                            rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10)))
+    gpuscope.pytorch.instrument_ddp(model)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    incident = Incident()
+    step = 0
+    while True:
+        begin = time.monotonic()
+        slowed = incident.link_bad()
+        if rank == 0 and step % CHECKPOINT_EVERY_STEPS == CHECKPOINT_EVERY_STEPS - 1:
+            state = model.module.state_dict()
+            with gt.checkpoint(nbytes=sum(t.numel() * t.element_size() for t in state.values())):
+                torch.save(state, io.BytesIO())
+        with gt.step(samples=BATCH):
+            with gt.dataloader_wait():
+                x, y = torch.randn(BATCH, 256), torch.randint(0, 10, (BATCH,))
+            if slowed:
+                with model.no_sync():  # the retransmissions: this rank's own work again, nobody else's
+                    for _ in range(EXTRA_PASSES):
+                        torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            # The step's kernels on the rank's GPU, while its CPU waits; on the bad link, one step in
+            # REPLAY_EVERY_STEPS also waits out a burst of link-level replays before the gradients go out.
+            replay = slowed and step % REPLAY_EVERY_STEPS == REPLAY_EVERY_STEPS - 1
+            time.sleep(DEVICE_SECONDS + (REPLAY_SECONDS if replay else 0))
+            loss.backward()
+            optimiser.step()
+            optimiser.zero_grad()
+        step += 1
+        time.sleep(max(0.0, STEP_SECONDS - (time.monotonic() - begin)))
+
+
 def main():
+    if torch_job():
+        import torch
+        import torch.distributed as dist
+        return train_with_torch(torch, dist)
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")

@@ -10,6 +10,7 @@ nodes' traces into a file. Used by the alerting and dashboard integration tests 
 
 import argparse
 import dataclasses
+import functools
 import http.server
 import json
 import os
@@ -55,9 +56,10 @@ class Node:
     speed: float = None  # simulated seconds per real second for this node; default the fleet's
     args: tuple = ()  # extra agent flags
     env: tuple = ()  # extra environment, "NAME=value"
-    # Ranks of the job's synthetic training run (tests/integration/demo_trainer.py, one process per GPU of
-    # the job) reporting to the agent's training collector; 0: none. slow_gpu: the GPU whose rank slows when
-    # its NVLink link shows CRC errors (the capstone incident).
+    # Ranks of the job's training run (tests/integration/demo_trainer.py: real PyTorch DDP when torch is
+    # installed, else synthetic; one process per GPU of the job from GPU 0) reporting to the agent's training
+    # collector; 0: none. slow_gpu: the GPU whose rank slows when its NVLink link shows CRC errors (the
+    # capstone incident).
     trainer_ranks: int = 0
     slow_gpu: int = None
 
@@ -83,6 +85,18 @@ DEMO_NODES = (
     Node("gpu-node-06", "a100-inference.yaml", Job(4106, "svc-chat", "serving", "inference", "vllm-chat")),
     Node("gpu-node-07", "a100-mig.yaml", None),
 )
+
+
+@functools.lru_cache(maxsize=1)
+def torch_python():
+    """An interpreter whose torch has torch.distributed (Debian's python3-torch is for /usr/bin/python3, not
+    the project's virtual environment), or None."""
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        if os.access(candidate, os.X_OK) and subprocess.run(
+                [candidate, "-c", "import torch.distributed as d; assert d.is_available()"],
+                capture_output=True).returncode == 0:
+            return candidate
+    return None
 
 
 def write_job_mapping(directory, job):
@@ -321,22 +335,29 @@ class Fleet:
             *training, *node.args, *extra_args])
 
     def _start_trainer(self, node):
-        """The node's synthetic training ranks, launched as srun would (rank, local rank, the job's GPUs)."""
+        """The node's training ranks (demo_trainer.py), launched as srun would (rank, local rank, the job's
+        GPUs): real PyTorch DDP on gloo when an interpreter here has torch.distributed, else synthetic."""
         if not node.trainer_ranks:
             return
         home = os.path.join(self.workdir, node.hostname)
         socket_path = os.path.join(home, "training.sock")
         harness.wait_for(lambda: os.path.exists(socket_path), 30, f"{node.hostname}'s training socket")
         gpus = ",".join(str(g) for g in node.job.gpus[:node.trainer_ranks])
+        real = torch_python()
+        python = real or sys.executable
+        port = str(harness.free_port())
         for rank in range(node.trainer_ranks):
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GPUSCOPE_", "RANK"))}
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("SLURM_", "GPUSCOPE_", "RANK", "PYTHON", "MASTER_"))}
             env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(node.trainer_ranks),
                        SLURM_JOB_ID=str(node.job.job_id), SLURM_STEP_GPUS=gpus,
-                       GPUSCOPE_TRAINING_SOCKET=socket_path,
+                       GPUSCOPE_TRAINING_SOCKET=socket_path, OMP_NUM_THREADS="1",
                        GPUSCOPE_DEMO_METRICS_URL=self.agents[node.hostname].url + "/metrics",
                        GPUSCOPE_DEMO_SLOW_GPU="" if node.slow_gpu is None else str(node.slow_gpu))
+            if real:
+                env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
             self.trainers.append(subprocess.Popen(
-                [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_trainer.py")],
+                [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_trainer.py")],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def kill_agent(self, hostname):
