@@ -17,6 +17,12 @@ namespace {
 constexpr const char* kDefaultSocket = "/run/gpuscope/training.sock";
 constexpr int64_t kQuietAfterNoAgentNs = 5'000'000'000;
 constexpr auto kSendEvery = std::chrono::milliseconds(100);
+// A busy agent: its socket holds net.unix.max_dgram_qlen datagrams (often 10) whatever its buffer, and
+// refuses more while its receiving thread is off the CPU. The sender thread (never NCCL's) waits and
+// tries again, this often and this long, before the datagram's records are dropped (and counted); the
+// ring keeps taking NCCL's records meanwhile.
+constexpr auto kBusyRetryEvery = std::chrono::milliseconds(2);
+constexpr int kBusyRetries = 250;
 
 std::mutex g_mu;
 Profiler* g_profiler = nullptr;
@@ -242,7 +248,12 @@ void Profiler::Send() {
       }
       if (records == 1) break;  // nothing to send
       const bool quiet = static_cast<int64_t>(NowNs()) < quiet_until_ns_;
-      if (fd_ < 0 || quiet || !SendDatagram(datagram, records)) {
+      bool sent = !(fd_ < 0 || quiet) && SendDatagram(datagram, records);
+      for (int retry = 0; !sent && !quiet && fd_ >= 0 && errno == EAGAIN && retry < kBusyRetries; ++retry) {
+        std::this_thread::sleep_for(kBusyRetryEvery);
+        sent = SendDatagram(datagram, records);
+      }
+      if (!sent) {
         send_dropped_.fetch_add(records - 1, std::memory_order_relaxed);
       } else {
         reported_drops_ = dropped;

@@ -34,6 +34,9 @@ DEFAULT_SOCKET = "/run/gpuscope/training.sock"
 QUIET_AFTER_NO_AGENT_S = 5.0
 # Records of collectives entered but not completed are sent at least this often, step or no step.
 FLUSH_IN_FLIGHT_S = 2.0
+# At close, a busy agent (its socket's queue full) gets this many tries, this far apart, at the last records.
+CLOSE_RETRIES = 20
+CLOSE_RETRY_S = 0.01
 
 _RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
@@ -78,6 +81,7 @@ class Session:
         self._lock = threading.Lock()
         self._pending = []
         self._pending_bytes = 0
+        self._retry_later = False
         self._quiet_until = 0.0
         self._step = 0
         self._flusher = None
@@ -152,10 +156,20 @@ class Session:
 
     # ---- sending ----
 
+    @property
+    def pending(self):
+        """Records waiting for the next send (a refused send keeps them, up to one datagram's worth)."""
+        with self._lock:
+            return len(self._pending)
+
     def _add(self, record):
         with self._lock:
             if self._pending_bytes + len(record) > _wire.MAX_DATAGRAM - 64:
                 self._send_locked()
+            if self._pending_bytes + len(record) > _wire.MAX_DATAGRAM - 64:
+                # Still full: the agent's queue refused them again. One datagram is all a rank keeps.
+                self.dropped += len(self._pending)
+                self._pending, self._pending_bytes = [], 0
             self._pending.append(record)
             self._pending_bytes += len(record)
 
@@ -163,6 +177,7 @@ class Session:
         """Sends what is pending now. Never raises, never blocks."""
         with self._lock:
             self._send_locked()
+        self._ensure_retry()
 
     def _start_flusher(self):
         with self._lock:
@@ -174,6 +189,12 @@ class Session:
     def _flush_periodically(self):
         while not self._closed.wait(FLUSH_IN_FLIGHT_S):
             self.flush()
+
+    def _ensure_retry(self):
+        """After a refused send, the flusher retries within FLUSH_IN_FLIGHT_S even if no step ends."""
+        if self._retry_later:
+            self._retry_later = False
+            self._start_flusher()
 
     def _send_locked(self):
         records, self._pending, self._pending_bytes = self._pending, [], 0
@@ -187,6 +208,12 @@ class Session:
         try:
             self._sock.sendto(data, self.path)
             self.sent += len(records)
+        except BlockingIOError:
+            # The agent's socket holds net.unix.max_dgram_qlen datagrams (often 10) whatever its buffer: a
+            # receiver off the CPU for a moment refuses. Kept for the next send (the next step's, or the
+            # flusher's within FLUSH_IN_FLIGHT_S), up to one datagram's worth; older ones go first.
+            self._pending, self._pending_bytes = records, sum(len(r) for r in records)
+            self._retry_later = True
         except OSError as error:
             self.dropped += len(records)
             if error.errno in _NO_AGENT:
@@ -196,7 +223,15 @@ class Session:
 
     def close(self):
         self._closed.set()
-        self.flush()
+        for _ in range(CLOSE_RETRIES):  # a busy agent gets a few tries at the last records
+            with self._lock:
+                self._send_locked()
+                if not self._pending:
+                    break
+            time.sleep(CLOSE_RETRY_S)
+        with self._lock:
+            self.dropped += len(self._pending)
+            self._pending, self._pending_bytes = [], 0
         if self._sock is not None:
             self._sock.close()
             self._sock = None

@@ -210,7 +210,7 @@ class NoAgent(unittest.TestCase):
                 with session.step():
                     pass
             self.assertGreater(session.dropped, 0, "a 4 KiB buffer that nobody reads fills")
-            self.assertEqual(session.sent + session.dropped, 2000)
+            self.assertEqual(session.sent + session.dropped + session.pending, 2000)
             while True:  # drain what the buffer held
                 agent.sock.settimeout(0.2)
                 try:
@@ -225,6 +225,35 @@ class NoAgent(unittest.TestCase):
             session.close()
         finally:
             agent.close()
+
+    def test_an_agent_whose_queue_is_full_for_a_moment_loses_no_step(self):
+        # The kernel queues net.unix.max_dgram_qlen datagrams (10 by default) on the agent's socket, however
+        # large its buffer: a receiver off the CPU for a few steps refuses the rest. They wait in the
+        # session and leave with the next step's datagram.
+        agent = Agent()
+        self.addCleanup(agent.close)
+        session = training.Session(agent.path)
+        for _ in range(60):
+            with session.step():
+                pass
+        self.assertEqual(session.dropped, 0)
+        self.assertGreater(session.pending, 0, "the queue filled: the rest waits")
+        steps = []
+        agent.sock.settimeout(0.2)
+        while True:
+            try:
+                steps += [r for r in agent.receive()[2] if r[0] == _wire.STEP]
+            except (socket.timeout, BlockingIOError):
+                break
+        agent.sock.settimeout(5)
+        with session.step():
+            pass
+        _pid, drops, records = agent.receive()
+        steps += [r for r in records if r[0] == _wire.STEP]
+        self.assertEqual(drops, 0)
+        self.assertEqual([r[1][0] for r in steps], list(range(61)), "every step once, in order")
+        self.assertEqual(session.pending, 0)
+        session.close()
 
     def test_the_module_api_uses_one_session_from_the_environment(self):
         agent = Agent()

@@ -294,6 +294,47 @@ TEST_F(PluginHarness, AFullRingDropsRecordsWithoutBlockingAndEveryDropIsReported
   EXPECT_EQ(arrived + reported_drops, kCollectives) << "every record arrived or was counted";
 }
 
+// The agent's socket holds net.unix.max_dgram_qlen datagrams (often 10) whatever its buffer size: a burst
+// of more while the agent is off the CPU is refused. The sender thread waits and tries again (the ring
+// takes NCCL's records meanwhile), so a busy moment loses nothing.
+TEST_F(PluginHarness, AnAgentBusyForAMomentLosesNothing) {
+  Receiver receiver(socket_path_);
+  const auto* v5 = LoadTable<ncclProfiler_v5_t>(library_, "ncclProfiler_v5");
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(v5->init(&context, 1, &mask, "dp", 1, 2, 0, nullptr), ncclSuccess);
+  constexpr uint64_t kCollectives = 6000;  // entries only: ~45 datagrams, the queue takes a few of them
+  for (uint64_t seq = 0; seq < kCollectives; ++seq) {
+    ncclProfilerEventDescr_v5_t coll{};
+    coll.type = ncclProfileColl;
+    coll.coll.seqNumber = seq;
+    coll.coll.func = "AllGather";
+    coll.coll.datatype = "ncclFloat32";
+    coll.coll.count = 1;
+    void* handle = nullptr;
+    v5->startEvent(context, &handle, &coll);
+  }
+  // Nobody reads until the sender has found the queue full (its burst is due within 100 ms).
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::vector<TrainingDatagram> received;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      auto more = receiver.Drain();
+      received.insert(received.end(), more.begin(), more.end());
+    }
+    auto rest = receiver.Drain();
+    received.insert(received.end(), rest.begin(), rest.end());
+  });
+  v5->finalize(context);
+  done = true;
+  reader.join();
+  uint32_t reported_drops = 0;
+  for (const auto& d : received) reported_drops = std::max(reported_drops, d.producer_drops);
+  EXPECT_EQ(reported_drops, 0u);
+  EXPECT_EQ(Collectives(received).size(), kCollectives);
+}
+
 // ---- Completion from proxy-op children, in every ABI version ----
 
 uint64_t RealtimeNs() {
