@@ -51,6 +51,7 @@ enum FamilyId {
   kGradNorm,
   kComputeMedian,
   kScore,
+  kHistoryScore,
   kSeq,
   kProgress,
   kHung,
@@ -136,6 +137,14 @@ const std::array<Family, kFamilyCount>& Families() {
        "The job's fastest local rank's median time outside collectives divided by this rank's: 1 for the "
        "fastest, lower is slower.",
        {}},
+      {"gpuscope_training_history_score",
+       MetricType::kGauge,
+       "",
+       "The rank's median time outside collectives over its last history_window steps divided by its median "
+       "over the last score_window: 1 when it works as fast as it used to, lower is slower (capped at 1; "
+       "absent until twice score_window steps are known). A rank slower than it was, whichever rank is "
+       "the job's fastest.",
+       {}},
       {"gpuscope_training_collective_seq",
        MetricType::kGauge,
        "",
@@ -160,6 +169,7 @@ const std::array<Family, kFamilyCount>& Families() {
 
 TrainingState::TrainingState(TrainingStateOptions options) : options_(std::move(options)) {
   options_.score_window = std::max<size_t>(options_.score_window, 1);
+  options_.history_window = std::max(options_.history_window, 2 * options_.score_window);
   options_.collectives_kept = std::max<size_t>(options_.collectives_kept, 1);
   options_.max_communicators = std::max<size_t>(options_.max_communicators, 1);
 }
@@ -269,6 +279,8 @@ void TrainingState::ApplyStep(std::string_view job, Rank& rank, const TrainingSt
   rank.compute_seconds += duration - inside;
   rank.recent_compute.push_back(duration - inside);
   if (rank.recent_compute.size() > options_.score_window) rank.recent_compute.pop_front();
+  rank.history_compute.push_back(duration - inside);
+  if (rank.history_compute.size() > options_.history_window) rank.history_compute.pop_front();
 }
 
 void TrainingState::ApplyMark(Rank& rank, const TrainingMark& mark) {
@@ -355,6 +367,10 @@ void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& ou
       add(kComputeMedian, it->second);
       const double best = fastest[key.first];
       add(kScore, it->second > 0 ? best / it->second : 1.0);
+      if (rank.history_compute.size() >= 2 * options_.score_window) {
+        const double usual = Median(rank.history_compute);
+        add(kHistoryScore, it->second > 0 ? std::min(1.0, usual / it->second) : 1.0);
+      }
     }
     for (const auto& [comm, progress] : rank.communicators) {
       const Labels labels = Labels::Extend(base, {{"comm", CommLabel(comm)}});

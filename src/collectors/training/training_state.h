@@ -16,6 +16,9 @@
 //   - the relative score of each rank: the fastest local rank's median time outside collectives over the
 //     last `score_window` steps, divided by this rank's (in (0, 1], lower is slower). In synchronous
 //     training the step time is the same on every rank; the time outside collectives is not.
+//   - the history score of each rank: its own median over the last `history_window` steps divided by its
+//     median over the last `score_window` (capped at 1): a rank slower than it used to be, even when it
+//     is the job's fastest (every rank on one slowed node, a one-rank job).
 //   - hung ranks: per communicator, a rank whose sequence number is behind another local rank's and has
 //     not advanced for `hang_after`: the others entered a collective this one never did (the wavefront).
 //     A hang episode (the rank, the communicator, the sequence number it is stuck at) is handed out once
@@ -64,6 +67,7 @@ struct TrainingHang {
 struct TrainingStateOptions {
   std::string hostname;  // the Hostname label, as on the GPU series
   size_t score_window = 20;
+  size_t history_window = 500;  // the rank's own usual pace (at least 2 x score_window)
   size_t collectives_kept = 4096;
   size_t max_communicators = 64;
   int64_t hang_after_ns = 60'000'000'000;
@@ -117,6 +121,7 @@ class TrainingState {
     Histogram step_durations{StepBuckets()};
     double compute_seconds = 0, collective_seconds_in_steps = 0;
     std::deque<double> recent_compute;        // seconds outside collectives, last score_window steps
+    std::deque<double> history_compute;       // the same, last history_window steps
     std::deque<Interval> recent_collectives;  // the last collectives_kept completed ones, by end time
     std::map<std::pair<uint8_t, std::string_view>, Histogram> collectives;  // by (op, size class)
     uint64_t entered_collectives = 0;

@@ -91,6 +91,32 @@ TEST(TrainingState, TheRankSlowOnItsOwnWorkScoresLowThoughEveryStepTakesTheSameT
             30);
 }
 
+TEST(TrainingState, ARankSlowerThanItUsedToBeScoresLowOnItsHistoryEvenWhenItIsTheFastest) {
+  TrainingStateOptions options;
+  options.history_window = 100;
+  TrainingState state(options);
+  // A one-rank job (or every rank of a slowed node): its relative score stays 1.
+  auto run = [&](uint64_t from, uint64_t to, double compute) {
+    for (uint64_t step = from; step < to; ++step) {
+      const uint64_t begin = kT0 + step * kSecond;
+      state.Apply(Rank(0), Step(step, begin, compute + 0.01, compute, step), static_cast<int64_t>(begin));
+    }
+  };
+  run(0, 39, 0.02);
+  auto families = Render(state, static_cast<int64_t>(kT0) + 39 * kSecond);
+  EXPECT_FALSE(families.count("gpuscope_training_history_score")) << "no history before 2 x score_window";
+  run(39, 80, 0.02);
+  families = Render(state, static_cast<int64_t>(kT0) + 80 * kSecond);
+  EXPECT_DOUBLE_EQ(families["gpuscope_training_history_score"].at("rank=0,"), 1.0);
+  run(80, 100, 0.05);  // the last 20 steps (the score window) are 2.5x slower
+  families = Render(state, static_cast<int64_t>(kT0) + 100 * kSecond);
+  EXPECT_DOUBLE_EQ(families["gpuscope_training_relative_score"].at("rank=0,"), 1.0);
+  EXPECT_NEAR(families["gpuscope_training_history_score"].at("rank=0,"), 0.02 / 0.05, 1e-9);
+  run(100, 300, 0.01);  // faster than ever: capped at 1, and the slow spell has left the history
+  families = Render(state, static_cast<int64_t>(kT0) + 300 * kSecond);
+  EXPECT_DOUBLE_EQ(families["gpuscope_training_history_score"].at("rank=0,"), 1.0);
+}
+
 TEST(TrainingState, StepDurationsFillFixedBucketsEachWithTheTraceOfItsLatestStep) {
   TrainingState state({});
   // Steps 0-2 take 0.03 s, step 3 takes 0.2 s, step 4 takes 0.04 s (the latest in the 0.05 bucket).
@@ -340,6 +366,9 @@ TEST(TrainingState, EveryRenderedFamilyIsDescribedWithItsLabels) {
   datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kCheckpoint), kT0, kT0 + 1, 1});
   datagram.marks.push_back({static_cast<uint8_t>(TrainingMarkKind::kGradNorm), kT0, kT0, 1});
   state.Apply(Rank(0), datagram, static_cast<int64_t>(kT0));
+  for (uint64_t step = 1; step < 40; ++step) {  // enough for the history score (2 x score_window)
+    state.Apply(Rank(0), Step(step, kT0 + step * kSecond, 1, 0.5, step), static_cast<int64_t>(kT0));
+  }
   std::vector<MetricFamily> families;
   state.AppendFamilies(static_cast<int64_t>(kT0), families);
   std::map<std::string, MetricDescription> described;
