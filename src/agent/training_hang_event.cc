@@ -1,12 +1,11 @@
 #include "src/agent/training_hang_event.h"
 
-#include <cstdio>
+#include <string>
 
 namespace gpuscope {
 
 PostedEvent TrainingHangEvent(const TrainingHang& hang, const std::string& hostname, int64_t now_ns) {
-  char comm[19];
-  std::snprintf(comm, sizeof(comm), "0x%016llx", static_cast<unsigned long long>(hang.comm));
+  const std::string comm = TrainingState::CommLabel(hang.comm);
   const std::string op(TrainingState::OpName(hang.op));
   const std::string stalled = std::to_string(static_cast<int64_t>(hang.stalled_seconds));
   const std::string who =

@@ -13,24 +13,6 @@ constexpr std::array<std::string_view, 7> kAlgos = {
     "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 constexpr std::array<std::string_view, 3> kProtos = {"LL", "LL128", "Simple"};
 
-double Seconds(uint64_t begin_ns, uint64_t end_ns) {
-  return end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0.0;
-}
-
-std::string CommHex(uint64_t comm) {
-  char buffer[19];
-  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(comm));
-  return buffer;
-}
-
-double Median(const std::deque<double>& values) {
-  std::vector<double> v(values.begin(), values.end());
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;
-}
-
 // The union of the completed collectives' time within [begin, end): concurrent ones (DDP's buckets) count
 // once, as the training state counts time inside collectives.
 double InsideSeconds(const std::vector<const TrainingCollective*>& collectives, uint64_t begin,
@@ -47,10 +29,10 @@ double InsideSeconds(const std::vector<const TrainingCollective*>& collectives, 
   uint64_t covered_to = 0;
   for (const auto& [b, e] : within) {
     const uint64_t from = std::max(b, covered_to);
-    if (e > from) inside += Seconds(from, e);
+    if (e > from) inside += TrainingState::Seconds(from, e);
     covered_to = std::max(covered_to, e);
   }
-  return std::min(inside, Seconds(begin, end));
+  return std::min(inside, TrainingState::Seconds(begin, end));
 }
 
 // How long a collective lasted within the rank's view: to its completion, or to the step's end when none
@@ -139,9 +121,9 @@ bool TrainingSpans::Charge(size_t spans, int64_t now_ns) {
 }
 
 void TrainingSpans::Decide(Rank& rank, const TrainingStep& step, int64_t now_ns) {
-  const double seconds = Seconds(step.begin_ns, step.end_ns);
+  const double seconds = TrainingState::Seconds(step.begin_ns, step.end_ns);
   const bool baseline = rank.step_seconds.size() >= options_.min_baseline_steps;
-  const double median = baseline ? Median(rank.step_seconds) : 0.0;
+  const double median = baseline ? TrainingState::Median(rank.step_seconds) : 0.0;
   rank.step_seconds.push_back(seconds);
   if (rank.step_seconds.size() > options_.baseline_steps) rank.step_seconds.pop_front();
   rank.decided_to_ns = std::max<uint64_t>(rank.decided_to_ns, step.end_ns);
@@ -231,7 +213,7 @@ void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& tr
                   {"Hostname", std::string(hostname)}};
   if (!rank.gpu.empty()) s.attributes.push_back({"gpu", rank.gpu});
   if (!rank.uuid.empty()) s.attributes.push_back({"UUID", rank.uuid});
-  const double seconds = Seconds(step.begin_ns, step.end_ns);
+  const double seconds = TrainingState::Seconds(step.begin_ns, step.end_ns);
   s.attributes.push_back({"gpuscope.compute_seconds", seconds - inside});
   s.attributes.push_back({"gpuscope.collective_seconds", inside});
   if (traced.median_seconds > 0)
@@ -252,7 +234,7 @@ void TrainingSpans::Build(const Key& key, const Rank& rank, const TracedStep& tr
     child.end_unix_ns = c->begin_ns + DurationNs(*c, step.end_ns);
     child.attributes = {{"hpc_job", job},
                         {"rank", int64_t{rank_number}},
-                        {"comm", CommHex(c->comm)},
+                        {"comm", TrainingState::CommLabel(c->comm)},
                         {"seq", static_cast<int64_t>(c->seq)},
                         {"op", std::string(op)},
                         {"bytes", static_cast<int64_t>(c->bytes)},

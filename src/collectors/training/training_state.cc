@@ -14,16 +14,6 @@ constexpr std::array<std::string_view, 12> kOps = {"broadcast",  "reduce",     "
                                                    "all_reduce", "send_recv",  "send",       "recv",
                                                    "barrier",    "all_to_all", "gather",     "scatter"};
 
-double Seconds(uint64_t begin_ns, uint64_t end_ns) {
-  return end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0.0;
-}
-
-std::string CommLabel(uint64_t comm) {
-  char buffer[19];
-  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(comm));
-  return buffer;
-}
-
 // Families in render order; the per-rank label names come first in every one.
 struct Family {
   std::string_view name;
@@ -303,14 +293,22 @@ void TrainingState::ApplyMark(Rank& rank, const TrainingMark& mark) {
   }
 }
 
-double TrainingState::Median(std::deque<double> values) {
+double TrainingState::Seconds(uint64_t begin_ns, uint64_t end_ns) {
+  return end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0.0;
+}
+
+std::string TrainingState::CommLabel(uint64_t comm) {
+  char buffer[19];
+  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(comm));
+  return buffer;
+}
+
+double TrainingState::Median(const std::deque<double>& values) {
   std::vector<double> v(values.begin(), values.end());
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double median = v[mid];
-  if (v.size() % 2 == 0)
-    median = (median + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-  return median;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
 }
 
 void TrainingState::AppendFamilies(int64_t now_ns, std::vector<MetricFamily>& out) {

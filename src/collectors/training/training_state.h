@@ -98,6 +98,12 @@ class TrainingState {
   static std::string_view OpName(uint8_t op);
   // "lt_1MiB", "lt_64MiB", "ge_64MiB".
   static std::string_view SizeClass(uint64_t bytes);
+  // end - begin in seconds; 0 when end is not after begin (producers' clocks are not trusted).
+  static double Seconds(uint64_t begin_ns, uint64_t end_ns);
+  // A communicator as its `comm` label and span attribute: "0x" and 16 hex digits.
+  static std::string CommLabel(uint64_t comm);
+  // The median of `values` (the mean of the two middle ones for an even count); `values` is not empty.
+  static double Median(const std::deque<double>& values);
   // The buckets of gpuscope_training_step_duration_seconds: 10 ms to 10 min.
   static const std::shared_ptr<const HistogramBuckets>& StepBuckets();
   // The buckets of gpuscope_training_collective_duration_seconds: 100 us to 60 s.
@@ -142,7 +148,6 @@ class TrainingState {
   void AdvanceProgress(Rank& rank, const TrainingCollective& collective, int64_t now_ns);
   void ApplyStep(std::string_view job, Rank& rank, const TrainingStep& step);
   void ApplyMark(Rank& rank, const TrainingMark& mark);
-  static double Median(std::deque<double> values);
 
   TrainingStateOptions options_;
   std::map<Key, Rank> ranks_;
