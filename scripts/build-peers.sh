@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
-# vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite) from the Go
+# vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in
+# kubelet pod-resources server) from the Go
 # module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
@@ -8,7 +9,7 @@
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
-#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance)
+#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,9 @@ otelcol_key=$OTELCOL_VERSION-$(sha256sum "$otelcol_main" | cut -c1-12)
 # Likewise the compliance suite's adapter (a _test.go file built with go test -c).
 rwc_test=$root/tests/tools/rw_compliance/compliance_test.go
 rwc_key=$RWCOMPLIANCE_VERSION-$(sha256sum "$rwc_test" | cut -c1-12)
+# Likewise the pod-resources server, whose key names both pinned modules.
+podres_main=$root/tests/tools/podresources/main.go
+podres_key=$PODRESOURCES_VERSION-$PODRESOURCES_GRPC_VERSION-$(sha256sum "$podres_main" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -35,6 +39,7 @@ peer_dir() {
     prometheus3) echo "$cache/prometheus-$PROMETHEUS3_VERSION" ;;
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
     rw-compliance) echo "$cache/rw-compliance-$rwc_key" ;;
+    podresources) echo "$cache/podresources-$podres_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -102,6 +107,20 @@ build_peer() {
         # go test -json's converter, so that running the suite needs no go tool.
         go build -o "$tmp/out/test2json" cmd/test2json
         ;;
+      podresources)
+        cp "$podres_main" main.go
+        go get "$PODRESOURCES_MODULE@$PODRESOURCES_VERSION" "google.golang.org/grpc@$PODRESOURCES_GRPC_VERSION"
+        go build -o "$tmp/out/gpuscope-podresources" .
+        # The server speaks the pinned grpc-go: another module must not have raised it.
+        local grpc
+        grpc=$(go list -m -f '{{.Version}}' google.golang.org/grpc)
+        if [ "$grpc" != "$PODRESOURCES_GRPC_VERSION" ]; then
+          echo "build-peers: grpc-go resolved to $grpc, not the pinned $PODRESOURCES_GRPC_VERSION" >&2
+          exit 1
+        fi
+        # The .proto the server was built from, for the tests' own clients (stubs generated at test time).
+        cp "$(go list -m -f '{{.Dir}}' "$PODRESOURCES_MODULE")/pkg/apis/podresources/v1/api.proto" "$tmp/out/api.proto"
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -117,7 +136,7 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

@@ -93,6 +93,7 @@ if ! go mod download -json "$GO_NVML_MODULE@$GO_NVML_VERSION" >/dev/null; then
 fi
 
 # The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
-# OpenTelemetry Collector), built from their pinned Go modules once per machine into a cache outside the
-# repository (scripts/build-peers.sh); later runs find them there and build nothing.
+# OpenTelemetry Collector, the remote-write compliance suite, the kubelet pod-resources server), built from
+# their pinned Go modules once per machine into a cache outside the repository (scripts/build-peers.sh);
+# later runs find them there and build nothing.
 "$root/scripts/build-peers.sh"

@@ -1,12 +1,18 @@
 """The real open-source receivers of the integration tests, on loopback: VictoriaLogs (Loki push in,
-LogsQL out) and the OpenTelemetry Collector (OTLP in, the file exporter's JSON lines out). Built from
+LogsQL out) and the OpenTelemetry Collector (OTLP in, the file exporter's JSON lines out); and the
+kubelet's pod-resources API served from a scenario by our server on the upstream Go package. Built from
 pinned Go modules by scripts/build-peers.sh; CMake passes their paths. Standard library only."""
 
+import hashlib
 import json
 import os
+import re
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -172,6 +178,124 @@ class OtelCollector:
                     for span in scope_spans.get("spans", []):
                         out.append((resource, scope_spans.get("scope", {}), span))
         return out
+
+    stop = _stop
+    cleanup = _cleanup
+
+
+class ScenarioRefused(AssertionError):
+    """The pod-resources server refused a scenario file (the message is its log line's reason)."""
+
+
+class PodResources:
+    """gpuscope-podresources (tests/tools/podresources/main.go): the kubelet's pod-resources gRPC service
+    (List, GetAllocatableResources, Get) on a unix socket, answering from a JSON scenario
+    (docs/design/kubernetes.md). `socket` is the path to give the agent (--kubernetes.pod-resources-socket);
+    `scenario` is a dict (written as JSON) or a str (written as it is). set_scenario() changes what it
+    serves mid-run; kill() leaves a stale socket as a crashed kubelet does, stop() removes it, start()
+    binds the same path again (a restart)."""
+
+    def __init__(self, binary, scenario, start=True, socket_mode="0600"):
+        self.binary = binary
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-podresources-")
+        self.socket = os.path.join(self.workdir, "pod-resources", "kubelet.sock")
+        self.scenario_path = os.path.join(self.workdir, "scenario.json")
+        self.log_path = os.path.join(self.workdir, "podresources.log")
+        self.socket_mode = socket_mode
+        self.process = None
+        self._log = None
+        self._write(scenario)
+        if start:
+            self.start()
+
+    def _write(self, scenario):
+        """Writes the scenario file atomically (never a half-written file); returns its sha256."""
+        data = (json.dumps(scenario, indent=1) if isinstance(scenario, dict) else scenario).encode()
+        temporary = self.scenario_path + ".tmp"
+        with open(temporary, "wb") as f:
+            f.write(data)
+        os.replace(temporary, self.scenario_path)
+        return hashlib.sha256(data).hexdigest()
+
+    def _log_size(self):
+        return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+
+    def _wait_for_line(self, offset, pattern, what, timeout=30):
+        """The first log line after byte `offset` that matches `pattern` (a compiled regex), as a match;
+        a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                for line in f.read().decode("utf-8", errors="replace").splitlines():
+                    refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
+                    if refused:
+                        raise ScenarioRefused(refused.group(1))
+                    found = pattern.search(line)
+                    if found:
+                        return found
+            if self.process is not None and self.process.poll() is not None:
+                raise AssertionError(f"gpuscope-podresources exited with {self.process.returncode}: {self.read_log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}: {self.read_log()}")
+            time.sleep(0.05)
+
+    def start(self):
+        """Starts the server on the same socket path (a stale socket there is replaced) and waits until it
+        listens."""
+        offset = self._log_size()
+        self._log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [self.binary, "--socket", self.socket, "--scenario", self.scenario_path, "--socket-mode", self.socket_mode],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait_for_line(offset, re.compile("listening on unix " + re.escape(self.socket)),
+                            "gpuscope-podresources to listen")
+
+    def set_scenario(self, scenario):
+        """Serves `scenario` from now on: returns once the running server logged that it serves these bytes,
+        raises ScenarioRefused when it refused them (the last good scenario then stays served). With the
+        server stopped, only writes the file (start() serves it)."""
+        offset = self._log_size()
+        sha = self._write(scenario)
+        if self.process is not None and self.process.poll() is None:
+            self._wait_for_line(offset, re.compile("serving scenario sha256=" + sha), "the new scenario to be served")
+
+    def reload_on_sighup(self):
+        """Sends SIGHUP and waits until the server logged serving the file again (changed or not)."""
+        offset = self._log_size()
+        self.process.send_signal(signal.SIGHUP)
+        self._wait_for_line(offset, re.compile("serving scenario sha256="), "the scenario to be served after SIGHUP")
+
+    def kill(self):
+        """kill -9, as a crashing kubelet: the socket file stays behind, stale."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self._log.close()
+        self._log = None
+
+    def restart(self):
+        """The kubelet restarting: killed with -9 (a stale socket left) and started again on the same path."""
+        self.kill()
+        self.start()
+
+    def socket_is_there(self):
+        return os.path.lexists(self.socket) and stat.S_ISSOCK(os.lstat(self.socket).st_mode)
+
+    def calls(self, method=None):
+        """The calls answered so far, in order, as (method, outcome) from the log: ("List", "2 pods"),
+        ("Get", "ml/trainer-0: served"), ...; only those of `method` when given."""
+        out = []
+        for line in self.read_log().splitlines():
+            found = re.search(r" call (\w+):? (.*)$", line)
+            if found and (method is None or found.group(1) == method):
+                out.append((found.group(1), found.group(2)))
+        return out
+
+    def read_log(self):
+        if not os.path.exists(self.log_path):
+            return ""
+        with open(self.log_path) as f:
+            return f.read()
 
     stop = _stop
     cleanup = _cleanup
