@@ -97,4 +97,8 @@ class TestHttpServer {
   std::list<Worker> workers_;  // guarded by mu_
 };
 
+// Polls `condition` every 2 ms until it holds (true) or a minute has passed (false): what a test waits
+// for from a sink's or a server's own thread.
+bool Eventually(const std::function<bool()>& condition);
+
 }  // namespace gpuscope::testing

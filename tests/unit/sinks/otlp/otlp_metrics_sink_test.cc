@@ -20,19 +20,11 @@
 namespace gpuscope {
 namespace {
 
+using testing::Eventually;
 using testing::MakeHttpResponse;
 using testing::TestHttpReply;
 using testing::TestHttpRequest;
 using testing::TestHttpServer;
-
-bool Eventually(const std::function<bool()>& condition) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
 
 Snapshot GpuSnapshot(double temperature) {
   MetricFamily family{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", MetricType::kGauge, "", {}};

@@ -22,20 +22,12 @@
 namespace gpuscope {
 namespace {
 
+using testing::Eventually;
 using testing::PushReceiver;
 using testing::PushReceiverOptions;
 using testing::ReceiverMode;
 
 // Waits for `condition` (polling); the bound only keeps a broken build from hanging forever.
-bool Eventually(const std::function<bool()>& condition) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
 // Each queue record is one log line; the batch becomes a real Loki protobuf+snappy push.
 EncodedBody EncodeAsLoki(const std::vector<std::string>& records) {
   std::vector<LokiEntry> entries;
