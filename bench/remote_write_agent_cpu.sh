@@ -28,22 +28,9 @@ sim=$build/sim/libnvidia-ml.so.1
 for f in "$vm_bin" "$prom_bin" "$agent" "$sim"; do
   [ -e "$f" ] || { echo "remote_write_agent_cpu: $f missing (scripts/install-deps.sh builds the peers)" >&2; exit 1; }
 done
-work=$(mktemp -d -t gpuscope-rw-cpu.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# A free loopback port (the kernel's choice).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_http() {
-  for _ in $(seq 300); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done
-  echo "remote_write_agent_cpu: $1 never answered" >&2
-  return 1
-}
+bench_name=remote_write_agent_cpu
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 # Run time of every thread of PID, in nanoseconds.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
 sent() {

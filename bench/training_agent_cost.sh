@@ -24,21 +24,9 @@ load="$root/bench/training_load.py"
 for f in "$agent" "$sim"; do
   [ -e "$f" ] || { echo "training_agent_cost: $f missing (build first)" >&2; exit 1; }
 done
-work=$(mktemp -d -t gpuscope-training-cost.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_http() {
-  for _ in $(seq 300); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done
-  echo "training_agent_cost: $1 never answered" >&2
-  return 1
-}
+bench_name=training_agent_cost
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 # utime + stime of PID (every thread), in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
