@@ -48,6 +48,11 @@ packages=(
   clang-tidy               # static analysis with the committed .clang-tidy, in the default test run
   libclang-rt-14-dev       # clang's sanitizer runtimes: the ThreadSanitizer build (clang, -Wthread-safety)
   git                      # build revision in gpuscope_build_info
+  libgrpc++-dev            # gRPC C++ (1.51): the agent's client of the kubelet's pod-resources API (--kubernetes)
+  protobuf-compiler-grpc   # grpc_cpp_plugin: the pod-resources stubs, generated at build time from the upstream api.proto
+  protobuf-compiler        # protoc, with the plugin above
+  libprotobuf-dev          # protobuf C++ runtime of the generated stubs
+  nlohmann-json3-dev       # JSON parsing of the Kubernetes API server's pod and owner answers (--kubernetes)
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.

@@ -2,6 +2,7 @@
 // collectors share, in one place with one owner (the agent creates one; everyone else gets a pointer):
 //   - GpuDirectory: the GPUs as the GPU collector last saw them (the typed GpuInventory of its cycle);
 //   - JobTable: which job holds which GPU (mapping files, /proc, Slurm);
+//   - PodTable: which Kubernetes pod holds which device (the kubelet, the API server);
 //   - GpuProcessTable: the processes on each GPU with their jobs (written by attribution);
 //   - XidLedger: the XIDs NVML and the kernel log reported, each counted once.
 // Each publishes immutable views (shared_ptr<const ...>) that readers keep as long as they need; no
@@ -24,6 +25,7 @@
 #include "src/node/gpu_inventory.h"
 #include "src/node/gpu_process_table.h"
 #include "src/node/job_table.h"
+#include "src/node/pod_table.h"
 #include "src/node/xid_ledger.h"
 
 namespace gpuscope {
@@ -40,6 +42,8 @@ class NodeState {
 
   JobTable& jobs() { return jobs_; }
   const JobTable& jobs() const { return jobs_; }
+  PodTable& pods() { return pods_; }
+  const PodTable& pods() const { return pods_; }
   GpuDirectory& gpus() { return gpus_; }
   const GpuDirectory& gpus() const { return gpus_; }
   GpuProcessTable& gpu_processes() { return gpu_processes_; }
@@ -53,6 +57,7 @@ class NodeState {
 
  private:
   JobTable jobs_;
+  PodTable pods_;
   GpuDirectory gpus_;
   GpuProcessTable gpu_processes_;
   XidLedger xids_;
