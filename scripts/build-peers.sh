@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
 # vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in
-# kubelet pod-resources server) from the Go
+# kubelet pod-resources server, helm and our Kubernetes object validator) from the Go
 # module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
@@ -9,7 +9,8 @@
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
-#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources)
+#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources helm
+#    kubevalidate)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,9 @@ rwc_key=$RWCOMPLIANCE_VERSION-$(sha256sum "$rwc_test" | cut -c1-12)
 # Likewise the pod-resources server, whose key names both pinned modules.
 podres_main=$root/tests/tools/podresources/main.go
 podres_key=$PODRESOURCES_VERSION-$PODRESOURCES_GRPC_VERSION-$(sha256sum "$podres_main" | cut -c1-12)
+# Likewise the Kubernetes object validator, whose key names both pinned API modules.
+kubeval_main=$root/tests/tools/kubevalidate/main.go
+kubeval_key=$KUBEVALIDATE_K8S_VERSION-$KUBEVALIDATE_PROMOP_VERSION-$(sha256sum "$kubeval_main" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -40,6 +44,8 @@ peer_dir() {
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
     rw-compliance) echo "$cache/rw-compliance-$rwc_key" ;;
     podresources) echo "$cache/podresources-$podres_key" ;;
+    helm) echo "$cache/helm-$HELM_VERSION" ;;
+    kubevalidate) echo "$cache/kubevalidate-$kubeval_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -121,6 +127,24 @@ build_peer() {
         # The .proto the server was built from, for the tests' own clients (stubs generated at test time).
         cp "$(go list -m -f '{{.Dir}}' "$PODRESOURCES_MODULE")/pkg/apis/podresources/v1/api.proto" "$tmp/out/api.proto"
         ;;
+      helm)
+        go get "$HELM_MODULE@$HELM_VERSION"
+        go build -o "$tmp/out/helm" "$HELM_MODULE/cmd/helm"
+        ;;
+      kubevalidate)
+        cp "$kubeval_main" main.go
+        go get "k8s.io/api@$KUBEVALIDATE_K8S_VERSION" "k8s.io/apimachinery@$KUBEVALIDATE_K8S_VERSION" \
+          "$KUBEVALIDATE_PROMOP_MODULE@$KUBEVALIDATE_PROMOP_VERSION"
+        go build -o "$tmp/out/gpuscope-kubevalidate" .
+        # The validator decodes into the pinned API types: another module must not have raised them.
+        local v
+        for v in k8s.io/api k8s.io/apimachinery; do
+          if [ "$(go list -m -f '{{.Version}}' "$v")" != "$KUBEVALIDATE_K8S_VERSION" ]; then
+            echo "build-peers: $v resolved to $(go list -m -f '{{.Version}}' "$v"), not the pinned $KUBEVALIDATE_K8S_VERSION" >&2
+            exit 1
+          fi
+        done
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -136,7 +160,8 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources helm
+  kubevalidate)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"
