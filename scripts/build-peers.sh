@@ -134,11 +134,11 @@ build_peer() {
       kubevalidate)
         cp "$kubeval_main" main.go
         go get "k8s.io/api@$KUBEVALIDATE_K8S_VERSION" "k8s.io/apimachinery@$KUBEVALIDATE_K8S_VERSION" \
-          "$KUBEVALIDATE_PROMOP_MODULE@$KUBEVALIDATE_PROMOP_VERSION"
+          "k8s.io/client-go@$KUBEVALIDATE_K8S_VERSION" "$KUBEVALIDATE_PROMOP_MODULE@$KUBEVALIDATE_PROMOP_VERSION"
         go build -o "$tmp/out/gpuscope-kubevalidate" .
         # The validator decodes into the pinned API types: another module must not have raised them.
         local v
-        for v in k8s.io/api k8s.io/apimachinery; do
+        for v in k8s.io/api k8s.io/apimachinery k8s.io/client-go; do
           if [ "$(go list -m -f '{{.Version}}' "$v")" != "$KUBEVALIDATE_K8S_VERSION" ]; then
             echo "build-peers: $v resolved to $(go list -m -f '{{.Version}}' "$v"), not the pinned $KUBEVALIDATE_K8S_VERSION" >&2
             exit 1

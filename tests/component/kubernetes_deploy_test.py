@@ -2,8 +2,9 @@
 
 Each values set (the defaults, ci/minimal-values.yaml, ci/maximal-values.yaml) is rendered with `helm template`
 and every object goes through gpuscope-kubevalidate (strict decoding into k8s.io/api and the
-prometheus-operator's types, plus structural checks); the validator is shown to fail on a misspelt field, a
-wrong type, a missing kind or apiVersion and a selector that selects nothing, and values.schema.json to refuse
+prometheus-operator's types, the API's schema as server-side apply checks it, structural checks); the
+validator is shown to fail on a misspelt field, a wrong type, a duplicate list key, a missing kind or
+apiVersion and a selector that selects nothing, and values.schema.json to refuse
 bad values. The least-privilege table of deploy/kubernetes/README.md is checked feature by feature on the
 rendered pod. The chart cannot drift from the agent: every flag it passes is in `gpuscope-agent --help`
 (or, until the agent has it, in deploy/kubernetes/agent-flags-pending.txt), every key of its agent.yml is a key
@@ -186,6 +187,13 @@ class ValidatorRejectsBadObjects(unittest.TestCase):
         docs = copy.deepcopy(self.docs)
         agent_container(docs)["resources"]["limits"]["memory"] = "256 megabytes"
         self.rejected(docs, "DaemonSet", "quantities must match")
+
+    def test_a_duplicate_key_in_an_associative_list(self):
+        # Strict decoding takes two env entries of one name; the API's schema (server-side apply) does not.
+        docs = copy.deepcopy(self.docs)
+        container = agent_container(docs)
+        container["env"].append(dict(container["env"][0]))
+        self.rejected(docs, "schema:", 'duplicate entries for key [name="NODE_NAME"]')
 
     def test_a_missing_kind_or_api_version(self):
         for field in ("kind", "apiVersion"):

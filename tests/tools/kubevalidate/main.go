@@ -5,16 +5,19 @@
 // monitoring.coreos.com/v1 types. Decoding goes through k8s.io/apimachinery's JSON/YAML serializer in strict
 // mode (the API server's own decoder with its fieldValidation=Strict behaviour), so an unknown or misspelt
 // field, a duplicated field, a value of the wrong type, an unparsable quantity and a missing apiVersion or
-// kind are each an error. Then structural checks the API server would make or a controller depends on:
+// kind are each an error. The built-in kinds are then checked against the API's OpenAPI-derived schema as
+// server-side apply checks them (client-go's applyconfigurations type converter, structured-merge-diff): field
+// names and types again, from the OpenAPI rather than the Go structs, and duplicate keys in associative lists
+// (two containers or volumes of one name, two ports of one number and protocol). Then structural checks the API server would make or a controller depends on:
 // names, labels, a workload's selector matching its pod template, containers with a name and an image,
 // ports in range, volume mounts naming a volume, a Service's targetPort naming a container port of the pods
 // it selects, ServiceMonitor/PodMonitor selectors and ports matching the Service or pods in the same files,
 // RBAC role references. Prints one line per object (kind/name: ok) and one per problem; exit status 1
 // when any object has a problem, 2 on usage errors.
 //
-// Not done here: the OpenAPI schema validation of kube-openapi, whose Kubernetes definitions are generated
-// into k8s.io/kubernetes (not a module meant for import); the typed strict decode above checks the same
-// field names and types.
+// Not done here: kube-openapi's full OpenAPI validation (required fields, formats), whose Kubernetes
+// definitions are generated into k8s.io/kubernetes (not a module meant for import); the structural checks
+// below cover the required fields the chart's kinds have.
 package main
 
 import (
@@ -34,13 +37,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/applyconfigurations"
 )
 
 // object is one decoded document and where it came from.
@@ -50,17 +56,35 @@ type object struct {
 	obj   runtime.Object
 }
 
-func newScheme() *runtime.Scheme {
+// The built-in kinds, which the OpenAPI-derived schema of client-go's applyconfigurations covers.
+var builtin = []func(*runtime.Scheme) error{
+	corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme,
+}
+
+func newScheme(adds ...func(*runtime.Scheme) error) *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
-		schedulingv1.AddToScheme, monitoringv1.AddToScheme,
-	} {
+	for _, add := range adds {
 		if err := add(s); err != nil {
 			panic(err)
 		}
 	}
 	return s
+}
+
+// validator holds the schemes and the schema type converter.
+type validator struct {
+	all       *runtime.Scheme // built-in and monitoring.coreos.com kinds, for strict decoding
+	builtin   *runtime.Scheme // built-in kinds, for the schema check
+	converter managedfields.TypeConverter
+}
+
+func newValidator() *validator {
+	b := newScheme(builtin...)
+	return &validator{
+		all:       newScheme(append(append([]func(*runtime.Scheme) error{}, builtin...), monitoringv1.AddToScheme)...),
+		builtin:   b,
+		converter: applyconfigurations.NewTypeConverter(b),
+	}
 }
 
 // readDocuments splits a multi-document YAML stream; documents holding only comments are skipped.
@@ -89,8 +113,10 @@ func readDocuments(r io.Reader) ([][]byte, error) {
 	}
 }
 
-// decode decodes one document strictly into its registered type.
-func decode(s *runtime.Scheme, doc []byte) (runtime.Object, schema.GroupVersionKind, error) {
+// decode decodes one document strictly into its registered type, then checks a built-in kind against the
+// API's schema.
+func (v *validator) decode(doc []byte) (runtime.Object, schema.GroupVersionKind, error) {
+	s := v.all
 	var tm metav1.TypeMeta
 	if err := utilyaml.Unmarshal(doc, &tm); err != nil {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("not a YAML object: %v", err)
@@ -115,6 +141,19 @@ func decode(s *runtime.Scheme, doc []byte) (runtime.Object, schema.GroupVersionK
 	if err != nil {
 		// A strict decoding error comes with the object decoded leniently; it is still an error here.
 		return nil, gvk, err
+	}
+	if v.builtin.Recognizes(gvk) {
+		raw, err := utilyaml.ToJSON(doc)
+		if err != nil {
+			return nil, gvk, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, gvk, err
+		}
+		if _, err := v.converter.ObjectToTyped(u); err != nil {
+			return nil, gvk, fmt.Errorf("schema: %v", err)
+		}
 	}
 	return obj, gvk, nil
 }
@@ -464,7 +503,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gpuscope-kubevalidate FILE... (- for stdin)")
 		os.Exit(2)
 	}
-	s := newScheme()
+	v := newValidator()
 	var objs []object
 	failed := false
 	for _, path := range os.Args[1:] {
@@ -487,7 +526,7 @@ func main() {
 		}
 		for i, doc := range docs {
 			where := fmt.Sprintf("%s#%d", path, i)
-			obj, gvk, err := decode(s, doc)
+			obj, gvk, err := v.decode(doc)
 			if err != nil {
 				fmt.Printf("%s %s: %v\n", where, gvk.Kind, err)
 				failed = true
