@@ -9,7 +9,7 @@ bad values. The least-privilege table of deploy/kubernetes/README.md is checked 
 rendered pod. The chart cannot drift from the agent: every flag it passes is in `gpuscope-agent --help`
 (or, until the agent has it, in deploy/kubernetes/agent-flags-pending.txt), every key of its agent.yml is a key
 of the agent's configuration reference (--print-config-docs) with a value of the same type, and the agent
-loads each rendered agent.yml and runs a collection with it on the simulator.
+runs a collection on the simulator with each rendered agent.yml and container args (Hostname = the node).
 
 Usage: kubernetes_deploy_test.py HELM KUBEVALIDATE AGENT REPO_ROOT SIM_LIBRARY"""
 
@@ -340,25 +340,34 @@ class ChartMatchesTheAgent(unittest.TestCase):
                     self.assertIn(key, self.agent_keys, f"{key} is not a key of the agent's configuration")
                     self.assertIs(type(value), type(self.agent_keys[key]), f"{key}: {value!r}")
 
-    def test_the_agent_loads_each_rendered_config_and_collects(self):
-        # The rendered file as is, with the node's paths moved to this machine by flags (which override the file):
-        # the simulator for NVML, this machine's /proc and /sys, a scratch state directory.
+    def test_the_agent_runs_with_each_rendered_config_and_args(self):
+        # The rendered agent.yml and container args as they are (the args' $(NODE_NAME) expanded as the kubelet
+        # does; flags still pending in the agent left out), with the node's paths moved to this machine by flags
+        # given after them: the simulator for NVML, this machine's /proc and /sys, a scratch state directory.
         for name, files in VALUES.items():
             with self.subTest(values=name), tempfile.TemporaryDirectory() as tmp:
                 docs = render(files)
                 config = os.path.join(tmp, "agent.yml")
                 with open(config, "w") as f:
                     f.write(find(docs, "ConfigMap")["data"]["agent.yml"])
+                args = []
+                for arg in agent_container(docs)["args"]:
+                    flag = re.match(r"--([a-z0-9.-]+)", arg).group(1)
+                    if flag == "config":
+                        arg = f"--config={config}"
+                    elif flag in self.pending:
+                        continue
+                    args.append(arg.replace("$(NODE_NAME)", "gpu-node-7"))
                 env = dict(os.environ, GPUSCOPE_SIM_SCENARIO=os.path.join(ROOT, "sim", "scenarios",
                                                                           "h100-training.yaml"))
                 result = subprocess.run(
-                    [AGENT, "--config", config, "--once", "--nvml.library", SIM, "--path.procfs", "/proc",
-                     "--path.sysfs", "/sys", "--events.state-dir", tmp, "--web.config.file", "",
-                     "--log.level", "warn"],
+                    [AGENT, *args, "--once", "--nvml.library", SIM, "--path.procfs", "/proc", "--path.sysfs", "/sys",
+                     "--events.state-dir", tmp, "--web.config.file", "", "--log.level", "warn"],
                     env=env, capture_output=True, text=True, timeout=120)
                 self.assertEqual(result.returncode, 0, result.stderr)
+                hostname = "hostname" if name == "maximal" else "Hostname"  # dcgmCompat 4.9 in maximal
+                self.assertIn(f'{hostname}="gpu-node-7"', result.stdout)
                 self.assertIn("DCGM_FI_DEV_GPU_UTIL{", result.stdout)
-
 
 if __name__ == "__main__":
     unittest_main.main(argv=sys.argv[:1])
