@@ -202,6 +202,12 @@ class ValidatorRejectsBadObjects(unittest.TestCase):
                 del find(docs, "ConfigMap")[field]
                 self.rejected(docs, f"{field} is missing")
 
+    def test_a_container_without_image_and_a_selector_missing_the_template(self):
+        docs = copy.deepcopy(self.docs)
+        del agent_container(docs)["image"]
+        find(docs, "DaemonSet")["spec"]["selector"]["matchLabels"]["tier"] = "gpu"
+        self.rejected(docs, "containers[agent].image is missing", "spec.selector does not select the pods")
+
     def test_a_service_selecting_no_pod(self):
         docs = copy.deepcopy(self.docs)
         find(docs, "Service")["spec"]["selector"]["app.kubernetes.io/name"] = "other"

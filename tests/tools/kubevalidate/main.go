@@ -305,7 +305,28 @@ func (c *checker) selectorMatches(field string, sel *metav1.LabelSelector, l map
 	return s.Matches(labels.Set(l))
 }
 
-// pods is every pod template of the files: its labels and its containers' port names by number.
+// workload checks a controller of pods: its selector against its template, the pod spec, and the
+// ServiceAccount and ConfigMaps the pods name.
+func (c *checker) workload(m *metav1.ObjectMeta, sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, all []object) {
+	c.meta(m, true)
+	c.labels("spec.template.metadata.labels", t.Labels)
+	if !c.selectorMatches("spec.selector", sel, t.Labels) {
+		c.addf("spec.selector does not select the pods of spec.template")
+	}
+	c.podSpec("spec.template.spec", &t.Spec)
+	// Every namespace has the "default" ServiceAccount; any other must be in the files.
+	if sa := t.Spec.ServiceAccountName; sa != "" && sa != "default" && !hasObject(all, "ServiceAccount", sa) {
+		c.addf("spec.template.spec.serviceAccountName %q: no such ServiceAccount in these files", sa)
+	}
+	for i, vol := range t.Spec.Volumes {
+		if vol.ConfigMap != nil && !hasObject(all, "ConfigMap", vol.ConfigMap.Name) &&
+			(vol.ConfigMap.Optional == nil || !*vol.ConfigMap.Optional) {
+			c.addf("spec.template.spec.volumes[%d] names ConfigMap %q, not in these files", i, vol.ConfigMap.Name)
+		}
+	}
+}
+
+// podTemplate is one pod template of the files: its labels and its containers' ports, by name and number.
 type podTemplate struct {
 	labels map[string]string
 	ports  map[string]int32
@@ -345,22 +366,11 @@ func check(o object, all []object, pods []podTemplate) []string {
 	c := &checker{}
 	switch v := o.obj.(type) {
 	case *appsv1.DaemonSet:
-		c.meta(&v.ObjectMeta, true)
-		c.labels("spec.template.metadata.labels", v.Spec.Template.Labels)
-		if !c.selectorMatches("spec.selector", v.Spec.Selector, v.Spec.Template.Labels) && v.Spec.Selector != nil {
-			c.addf("spec.selector does not match spec.template.metadata.labels")
-		}
-		c.podSpec("spec.template.spec", &v.Spec.Template.Spec)
-		// Every namespace has the "default" ServiceAccount; any other must be in the files.
-		if sa := v.Spec.Template.Spec.ServiceAccountName; sa != "" && sa != "default" && !hasObject(all, "ServiceAccount", sa) {
-			c.addf("spec.template.spec.serviceAccountName %q: no such ServiceAccount in these files", sa)
-		}
-		for i, vol := range v.Spec.Template.Spec.Volumes {
-			if vol.ConfigMap != nil && !hasObject(all, "ConfigMap", vol.ConfigMap.Name) &&
-				(vol.ConfigMap.Optional == nil || !*vol.ConfigMap.Optional) {
-				c.addf("spec.template.spec.volumes[%d] names ConfigMap %q, not in these files", i, vol.ConfigMap.Name)
-			}
-		}
+		c.workload(&v.ObjectMeta, v.Spec.Selector, &v.Spec.Template, all)
+	case *appsv1.Deployment:
+		c.workload(&v.ObjectMeta, v.Spec.Selector, &v.Spec.Template, all)
+	case *appsv1.StatefulSet:
+		c.workload(&v.ObjectMeta, v.Spec.Selector, &v.Spec.Template, all)
 	case *corev1.ServiceAccount:
 		c.meta(&v.ObjectMeta, true)
 	case *corev1.ConfigMap:
