@@ -8,11 +8,11 @@
 // kind are each an error. The built-in kinds are then checked against the API's OpenAPI-derived schema as
 // server-side apply checks them (client-go's applyconfigurations type converter, structured-merge-diff): field
 // names and types again, from the OpenAPI rather than the Go structs, and duplicate keys in associative lists
-// (two containers or volumes of one name, two ports of one number and protocol). Then structural checks the API server would make or a controller depends on:
-// names, labels, a workload's selector matching its pod template, containers with a name and an image,
-// ports in range, volume mounts naming a volume, a Service's targetPort naming a container port of the pods
-// it selects, ServiceMonitor/PodMonitor selectors and ports matching the Service or pods in the same files,
-// RBAC role references. Prints one line per object (kind/name: ok) and one per problem; exit status 1
+// (two containers or volumes of one name, two ports of one number and protocol). Then structural checks the
+// API server would make or a controller depends on: names, labels, a workload's selector matching its pod
+// template, containers with a name and an image, ports in range, volume mounts naming a volume, a Service's
+// targetPort naming a container port of the pods it selects, ServiceMonitor/PodMonitor selectors and ports
+// matching the Service or pods in the same files, RBAC role references. Prints one line per object (kind/name: ok) and one per problem; exit status 1
 // when any object has a problem, 2 on usage errors.
 //
 // Not done here: kube-openapi's full OpenAPI validation (required fields, formats), whose Kubernetes
@@ -51,7 +51,7 @@ import (
 
 // object is one decoded document and where it came from.
 type object struct {
-	where string // file:document index
+	where string // file#document index
 	gvk   schema.GroupVersionKind
 	obj   runtime.Object
 }
@@ -116,7 +116,6 @@ func readDocuments(r io.Reader) ([][]byte, error) {
 // decode decodes one document strictly into its registered type, then checks a built-in kind against the
 // API's schema.
 func (v *validator) decode(doc []byte) (runtime.Object, schema.GroupVersionKind, error) {
-	s := v.all
 	var tm metav1.TypeMeta
 	if err := utilyaml.Unmarshal(doc, &tm); err != nil {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("not a YAML object: %v", err)
@@ -132,10 +131,10 @@ func (v *validator) decode(doc []byte) (runtime.Object, schema.GroupVersionKind,
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %v", tm.APIVersion, err)
 	}
 	gvk := gv.WithKind(tm.Kind)
-	if !s.Recognizes(gvk) {
+	if !v.all.Recognizes(gvk) {
 		return nil, gvk, fmt.Errorf("%s is not a kind this validator knows (%s)", tm.Kind, tm.APIVersion)
 	}
-	ser := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, s, s,
+	ser := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, v.all, v.all,
 		kjson.SerializerOptions{Yaml: true, Strict: true})
 	obj, _, err := ser.Decode(doc, &gvk, nil)
 	if err != nil {
