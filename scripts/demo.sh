@@ -34,6 +34,9 @@ done
 # The Collector the integration tests use, as the build's configure step found it (cmake/GpuscopePeers.cmake).
 otelcol=$(sed -n 's/^GPUSCOPE_OTELCOL_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [ -x "$otelcol" ] && args+=(--otelcol "$otelcol")
+# Likewise the kubelet's pod-resources stand-in, for the Kubernetes node's pods.
+podresources=$(sed -n 's/^GPUSCOPE_PODRESOURCES_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+[ -x "$podresources" ] && args+=(--podresources "$podresources")
 
 # Every process of the stack and every temporary file lives under one process group and one folder.
 tmp=$(mktemp -d -t gpuscope-demo.XXXXXX)

@@ -13,7 +13,10 @@ The rules are the committed ones (deploy/mixin/generated/prometheus): the dashbo
 by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
 variant of the alerting test shrinks.
 
-Usage: dashboards_test.py AGENT SIM_LIBRARY"""
+The demo's Kubernetes node (gpu-node-06) gets its pods from the pod-resources peer (PODRESOURCES, the
+kubelet's gRPC API) and the Kubernetes panels their kube-state-metrics series from the fleet's stand-in.
+
+Usage: dashboards_test.py AGENT SIM_LIBRARY [PODRESOURCES]"""
 
 import dataclasses
 import json
@@ -33,6 +36,7 @@ import harness  # noqa: E402
 import slurm_harness  # noqa: E402
 
 AGENT, SIM = sys.argv[1:3]
+PODRESOURCES = sys.argv[3] if len(sys.argv) > 3 else None
 DASHBOARDS = os.path.join(fleet.GENERATED, "dashboards")
 DCGM_QUERIES = os.path.join(fleet.ROOT, "tests", "fixtures", "dcgm-dashboard-12239", "queries.txt")
 
@@ -94,7 +98,8 @@ class DashboardQueriesReturnData(unittest.TestCase):
                                      env=(f"SLURM_CONF={cls.slurm.conf_path}",)),)
             cls.start = time.time()
             cls.fleet = fleet.Fleet(AGENT, SIM, nodes,
-                                    rule_files=[os.path.join(fleet.GENERATED, f) for f in fleet.RULE_FILES])
+                                    rule_files=[os.path.join(fleet.GENERATED, f) for f in fleet.RULE_FILES],
+                                    podresources=PODRESOURCES)
             cls.prometheus = cls.fleet.prometheus
             # Data arrives over the first tens of seconds (recording rules, rate windows, faults); wait until
             # every query that should have data has had some, or the deadline passes (the tests name the rest).

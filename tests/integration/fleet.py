@@ -5,7 +5,7 @@ records every notification, and (given its binary) an OpenTelemetry Collector th
 nodes' traces into a file. Used by the alerting and dashboard integration tests and by the demo
 (scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py and peers.py.
 
-    fleet.py demo --agent A --sim S [--otelcol C] [--rules-dir D] [--speed N] [--alerts-after S]
+    fleet.py demo --agent A --sim S [--otelcol C] [--podresources P] [--rules-dir D] [--speed N] [--alerts-after S]
 """
 
 import argparse
@@ -28,6 +28,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kube_node  # noqa: E402
 import peers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -62,6 +63,9 @@ class Node:
     # capstone incident).
     trainer_ranks: int = 0
     slow_gpu: int = None
+    # A Kubernetes node (kube_node.KubeNode): its GPUs are held by pods, which the agent learns from the
+    # kubelet's pod-resources API (the fleet's pod-resources peer) instead of Slurm mapping files.
+    kubernetes: kube_node.KubeNode = None
 
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -82,7 +86,7 @@ DEMO_NODES = (
     Node("gpu-node-03", "h100-faults.yaml", Job(4103, "carol", "vision", "train", "vit-huge"), speed=2),
     Node("gpu-node-04", "h100-allocated-idle.yaml", Job(4104, "dave", "research", "interactive", "notebook")),
     Node("gpu-node-05", "h200-training.yaml", Job(4105, "erin", "llm", "train", "rlhf"), args=WITH_HOST_TOPOLOGY),
-    Node("gpu-node-06", "a100-inference.yaml", Job(4106, "svc-chat", "serving", "inference", "vllm-chat")),
+    Node("gpu-node-06", "a100-k8s-inference.yaml", kubernetes=kube_node.DEMO),
     Node("gpu-node-07", "a100-mig.yaml", None),
 )
 
@@ -269,10 +273,12 @@ class Fleet:
 
     def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
                  speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None,
-                 otelcol=None):
+                 otelcol=None, podresources=None):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
         self.collector = None
         self.agents = {}
+        self.kubelets = {}  # hostname -> peers.PodResources of a Kubernetes node (given the peer's binary)
+        self.kube_state_metrics = None
         self.trainers = []  # rank processes of the nodes' synthetic training runs
         self.receiver = None
         self.alertmanager = None
@@ -288,9 +294,11 @@ class Fleet:
             for i, node in enumerate(nodes):
                 port = wanted("agents", i)
                 listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
+                kubernetes = self._start_kubelet(node, podresources)
                 self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
-                                                               [*listen, *extra_agent_args])
+                                                               [*listen, *kubernetes, *extra_agent_args])
                 self._start_trainer(node)
+                self._place_pods(node)
             alerting = ""
             if alertmanager_config:
                 self.receiver = WebhookReceiver(receiver_log or os.path.join(self.workdir, "webhook.log"),
@@ -303,9 +311,16 @@ class Fleet:
                 self.alertmanager = Alertmanager(path, self.workdir, port=wanted("alertmanager"))
                 alerting = ("alerting:\n  alertmanagers:\n"
                             f"    - static_configs: [{{targets: [\"127.0.0.1:{self.alertmanager.port}\"]}}]\n")
+            kube_nodes = {n.hostname: n.kubernetes for n in nodes if n.kubernetes}
+            scrape_extra = ""
+            if kube_nodes:
+                self.kube_state_metrics = kube_node.KubeStateMetricsStandIn(kube_nodes)
+                scrape_extra = ("  - job_name: kube-state-metrics\n"
+                                f"    static_configs: [{{targets: [\"{self.kube_state_metrics.target}\"]}}]\n")
             self.prometheus = harness.Prometheus([f"127.0.0.1:{a.port}" for a in self.agents.values()],
                                                  rule_files=rule_files, job_name="gpuscope",
-                                                 extra_config=alerting, port=wanted("prometheus"))
+                                                 scrape_extra=scrape_extra, extra_config=alerting,
+                                                 port=wanted("prometheus"))
         except BaseException:
             self.stop()
             raise
@@ -333,6 +348,31 @@ class Fleet:
             f"--attribution.proc={'false' if node.job else 'true'}",
             "--events.file", kernel_log, "--events.state-dir", os.path.join(home, "events"),
             *training, *node.args, *extra_args])
+
+    def _start_kubelet(self, node, binary):
+        """For a Kubernetes node with the pod-resources peer's binary: starts the node's kubelet stand-in with
+        no pods yet (its GPU UUIDs are known once the agent runs) and returns the agent's Kubernetes flags."""
+        if not node.kubernetes or not binary:
+            return []
+        kubelet = peers.PodResources(binary, {"pods": [], "allocatable": []})
+        self.kubelets[node.hostname] = kubelet
+        return ["--kubernetes", "--kubernetes.pod-resources-socket", kubelet.socket,
+                "--kubernetes.node-name", node.hostname, "--kubernetes.api-server", "off"]
+
+    def _place_pods(self, node):
+        """Gives a Kubernetes node's running pods their GPUs in its kubelet, by the UUIDs the agent reports."""
+        kubelet = self.kubelets.get(node.hostname)
+        if kubelet is None:
+            return
+        agent = self.agents[node.hostname]
+        uuids = {}
+
+        def known():
+            uuids.update(kube_node.gpu_uuids(harness.http_get(agent.url + "/metrics")[2].decode()))
+            return uuids
+
+        harness.wait_for(known, 30, f"{node.hostname}'s GPU UUIDs")
+        kubelet.set_scenario(kube_node.pod_resources_scenario(node.kubernetes, uuids))
 
     def _start_trainer(self, node):
         """The node's training ranks (demo_trainer.py), launched as srun would (rank, local rank, the job's
@@ -379,6 +419,10 @@ class Fleet:
         for agent in self.agents.values():
             agent.stop()
             agent.cleanup()
+        for kubelet in self.kubelets.values():
+            kubelet.cleanup()
+        if self.kube_state_metrics:
+            self.kube_state_metrics.stop()
         if self.collector:
             self.collector.stop()
             self.collector.cleanup()
@@ -467,18 +511,28 @@ def run_demo_fleet(args, rules_dir, stop):
     fleet = Fleet(args.agent, args.sim, DEMO_NODES, rule_files=rule_files,
                   alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
                   speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS,
-                  otelcol=args.otelcol)
+                  otelcol=args.otelcol, podresources=args.podresources)
     try:
         print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
         for node in DEMO_NODES:
             agent = fleet.agents[node.hostname]
-            job = f"job {node.job.job_id} ({node.job.user}, account {node.job.account})" if node.job else "no job"
+            if node.job:
+                job = f"job {node.job.job_id} ({node.job.user}, account {node.job.account})"
+            elif node.kubernetes:
+                namespaces = sorted({p.namespace for p in node.kubernetes.running()})
+                job = (f"Kubernetes: {len(node.kubernetes.running())} pods of {' and '.join(namespaces)}"
+                       + ("" if node.hostname in fleet.kubelets else " (not placed: no pod-resources peer built)"))
+            else:
+                job = "no job"
             print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}")
         print(f"\n  Prometheus     {fleet.prometheus.url}   (rules and alerts: {fleet.prometheus.url}/alerts)")
         print(f"  Alertmanager   {fleet.alertmanager.url}")
         print(f"  webhooks       {fleet.receiver.url}, log: {args.webhook_log or os.path.join(fleet.workdir, 'webhook.log')}")
         print(f"  dashboards     {os.path.join(rules_dir, 'dashboards')}: import into a Grafana with a Prometheus "
               f"datasource at {fleet.prometheus.url} (provisioning files: {os.path.join(rules_dir, 'grafana')})")
+        if fleet.kube_state_metrics:
+            print(f"  kube-state-metrics stand-in  http://{fleet.kube_state_metrics.target}/metrics (the Kubernetes "
+                  f"node's pods, quotas and pending pods, as kube-state-metrics names them)")
         if fleet.collector:
             print(f"  traces         OpenTelemetry Collector at {fleet.collector.url}: the training job's slow steps "
                   f"and their collectives (OTLP/JSON, one request a line) in {fleet.collector.output}")
@@ -515,6 +569,8 @@ def main():
     demo.add_argument("--sim", required=True, help="the simulator's libnvidia-ml.so.1")
     demo.add_argument("--otelcol", help="an OpenTelemetry Collector binary (tests/tools/otelcol): receives the "
                                         "training node's traces; none when not given")
+    demo.add_argument("--podresources", help="the pod-resources peer (tests/tools/podresources): the Kubernetes "
+                                             "node's kubelet; its GPUs hold no pods when not given")
     demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
                                           "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")
