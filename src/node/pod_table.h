@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,11 @@ namespace gpuscope {
 struct PodRef {
   std::string namespace_name;
   std::string pod;
-  auto operator<=>(const PodRef&) const = default;
+  // Ordered by namespace, then pod (spelled out: clang-tidy misreads a defaulted <=> as a 0 literal).
+  bool operator==(const PodRef&) const = default;
+  bool operator<(const PodRef& other) const {
+    return std::tie(namespace_name, pod) < std::tie(other.namespace_name, other.pod);
+  }
 };
 
 // One device held by one container.
