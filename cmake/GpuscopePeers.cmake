@@ -1,24 +1,25 @@
 # The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics and its vmauth,
 # Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in kubelet
-# pod-resources server and the api.proto it serves), built by
+# pod-resources server and the api.proto it serves, our stand-in Kubernetes API server), built by
 # scripts/build-peers.sh from the versions pinned in scripts/versions.env into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # This finds each in the directory of its pinned version only (never one on PATH of another version) and
 # requires it like any other tool of the default test run (gpuscope_require_program). Sets:
 #   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_VMAUTH_BIN GPUSCOPE_PROMETHEUS3_BIN
 #   GPUSCOPE_PROMTOOL3_BIN GPUSCOPE_OTELCOL_BIN GPUSCOPE_RWCOMPLIANCE_BIN GPUSCOPE_TEST2JSON_BIN
-#   GPUSCOPE_PODRESOURCES_BIN GPUSCOPE_PODRESOURCES_PROTO
+#   GPUSCOPE_PODRESOURCES_BIN GPUSCOPE_PODRESOURCES_PROTO GPUSCOPE_KUBEAPI_BIN
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/versions.env
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/rw_compliance/compliance_test.go
-                                                               ${PROJECT_SOURCE_DIR}/tests/tools/podresources/main.go)
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/podresources/main.go
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go)
 file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_peer_pins
-     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC)_VERSION=")
+     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC|KUBEAPI)_VERSION=")
 foreach(_pin IN LISTS _gpuscope_peer_pins)
   string(REGEX MATCH "^([A-Z0-9_]+)_VERSION=(.*)$" _ "${_pin}")
   set(_gpuscope_${CMAKE_MATCH_1}_version "${CMAKE_MATCH_2}")
 endforeach()
-foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL RWCOMPLIANCE PODRESOURCES PODRESOURCES_GRPC)
+foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL RWCOMPLIANCE PODRESOURCES PODRESOURCES_GRPC KUBEAPI)
   if(NOT _gpuscope_${_peer}_version)
     message(FATAL_ERROR "scripts/versions.env does not pin ${_peer}_VERSION")
   endif()
@@ -39,6 +40,9 @@ string(SUBSTRING "${_gpuscope_podres_hash}" 0 12 _gpuscope_podres_hash)
 set(_gpuscope_podres_key "${_gpuscope_PODRESOURCES_version}-${_gpuscope_PODRESOURCES_GRPC_version}")
 string(APPEND _gpuscope_podres_key "-${_gpuscope_podres_hash}")
 set(_gpuscope_podres_dir ${_gpuscope_peers_cache}/podresources-${_gpuscope_podres_key})
+file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go _gpuscope_kubeapi_hash)
+string(SUBSTRING "${_gpuscope_kubeapi_hash}" 0 12 _gpuscope_kubeapi_hash)
+set(_gpuscope_kubeapi_dir ${_gpuscope_peers_cache}/kubeapi-${_gpuscope_KUBEAPI_version}-${_gpuscope_kubeapi_hash})
 
 # A path found for another version (the pin changed since the last configure) is looked up again.
 function(_gpuscope_require_peer var program dir)
@@ -64,6 +68,7 @@ _gpuscope_require_peer(GPUSCOPE_RWCOMPLIANCE_BIN rw-compliance.test
 _gpuscope_require_peer(GPUSCOPE_TEST2JSON_BIN test2json
                        ${_gpuscope_peers_cache}/rw-compliance-${_gpuscope_RWCOMPLIANCE_version}-${_gpuscope_rwc_hash})
 _gpuscope_require_peer(GPUSCOPE_PODRESOURCES_BIN gpuscope-podresources ${_gpuscope_podres_dir})
+_gpuscope_require_peer(GPUSCOPE_KUBEAPI_BIN gpuscope-kubeapi ${_gpuscope_kubeapi_dir})
 # The kubelet's api.proto, copied there from the module the server was built with.
 if(GPUSCOPE_PODRESOURCES_PROTO AND NOT GPUSCOPE_PODRESOURCES_PROTO STREQUAL "${_gpuscope_podres_dir}/api.proto")
   unset(GPUSCOPE_PODRESOURCES_PROTO CACHE)

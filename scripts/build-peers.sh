@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
 # vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in
-# kubelet pod-resources server) from the Go
+# kubelet pod-resources server, our stand-in Kubernetes API server) from the Go
 # module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
@@ -9,7 +9,7 @@
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
-#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources)
+#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources kubeapi)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +29,9 @@ rwc_key=$RWCOMPLIANCE_VERSION-$(sha256sum "$rwc_test" | cut -c1-12)
 # Likewise the pod-resources server, whose key names both pinned modules.
 podres_main=$root/tests/tools/podresources/main.go
 podres_key=$PODRESOURCES_VERSION-$PODRESOURCES_GRPC_VERSION-$(sha256sum "$podres_main" | cut -c1-12)
+# Likewise the API server stand-in.
+kubeapi_main=$root/tests/tools/kubeapi/main.go
+kubeapi_key=$KUBEAPI_VERSION-$(sha256sum "$kubeapi_main" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -40,6 +43,7 @@ peer_dir() {
     otelcol) echo "$cache/otelcol-$otelcol_key" ;;
     rw-compliance) echo "$cache/rw-compliance-$rwc_key" ;;
     podresources) echo "$cache/podresources-$podres_key" ;;
+    kubeapi) echo "$cache/kubeapi-$kubeapi_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -121,6 +125,17 @@ build_peer() {
         # The .proto the server was built from, for the tests' own clients (stubs generated at test time).
         cp "$(go list -m -f '{{.Dir}}' "$PODRESOURCES_MODULE")/pkg/apis/podresources/v1/api.proto" "$tmp/out/api.proto"
         ;;
+      kubeapi)
+        cp "$kubeapi_main" main.go
+        go get "$KUBEAPI_MODULE@$KUBEAPI_VERSION" "k8s.io/apimachinery@$KUBEAPI_VERSION"
+        go build -o "$tmp/out/gpuscope-kubeapi" .
+        local api
+        api=$(go list -m -f '{{.Version}}' "$KUBEAPI_MODULE")
+        if [ "$api" != "$KUBEAPI_VERSION" ]; then
+          echo "build-peers: $KUBEAPI_MODULE resolved to $api, not the pinned $KUBEAPI_VERSION" >&2
+          exit 1
+        fi
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -136,7 +151,7 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources kubeapi)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"
