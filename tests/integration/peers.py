@@ -185,7 +185,29 @@ class OtelCollector:
 
 
 class ScenarioRefused(AssertionError):
-    """The pod-resources server refused a scenario file (the message is its log line's reason)."""
+    """A scenario server (pod-resources, kubeapi) refused a scenario file (the message is its log line's
+    reason)."""
+
+
+def _wait_for_scenario_line(peer, name, offset, pattern, what, timeout):
+    """The first line of a scenario server's log after byte `offset` that matches `pattern` (a compiled
+    regex), as a match; a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(peer.log_path, "rb") as f:
+            f.seek(offset)
+            for line in f.read().decode("utf-8", errors="replace").splitlines():
+                refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
+                if refused:
+                    raise ScenarioRefused(refused.group(1))
+                found = pattern.search(line)
+                if found:
+                    return found
+        if peer.process is not None and peer.process.poll() is not None:
+            raise AssertionError(f"{name} exited with {peer.process.returncode}: {peer.read_log()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}: {peer.read_log()}")
+        time.sleep(0.05)
 
 
 class PodResources:
@@ -222,24 +244,7 @@ class PodResources:
         return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
 
     def _wait_for_line(self, offset, pattern, what, timeout=30):
-        """The first log line after byte `offset` that matches `pattern` (a compiled regex), as a match;
-        a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                for line in f.read().decode("utf-8", errors="replace").splitlines():
-                    refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
-                    if refused:
-                        raise ScenarioRefused(refused.group(1))
-                    found = pattern.search(line)
-                    if found:
-                        return found
-            if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"gpuscope-podresources exited with {self.process.returncode}: {self.read_log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}: {self.read_log()}")
-            time.sleep(0.05)
+        return _wait_for_scenario_line(self, "gpuscope-podresources", offset, pattern, what, timeout)
 
     def start(self):
         """Starts the server on the same socket path (a stale socket there is replaced) and waits until it
@@ -332,21 +337,7 @@ class KubeApi:
         return hashlib.sha256(data).hexdigest()
 
     def _wait_for_line(self, offset, pattern, what, timeout=30):
-        deadline = time.monotonic() + timeout
-        while True:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                for line in f.read().decode("utf-8", errors="replace").splitlines():
-                    refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
-                    if refused:
-                        raise ScenarioRefused(refused.group(1))
-                    if pattern.search(line):
-                        return
-            if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"gpuscope-kubeapi exited with {self.process.returncode}: {self.read_log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}: {self.read_log()}")
-            time.sleep(0.05)
+        return _wait_for_scenario_line(self, "gpuscope-kubeapi", offset, pattern, what, timeout)
 
     def _log_size(self):
         return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
