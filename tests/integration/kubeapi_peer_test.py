@@ -2,7 +2,8 @@
 types and metav1.Status errors, built by scripts/build-peers.sh) queried by a client that is not ours
 (Python's urllib). Proves: a pod, the node-filtered pod list, a ReplicaSet and a Job as the API server
 renders them (kind, apiVersion, ownerReferences); 404, 401, 403 and 429 (with Retry-After) as metav1.Status
-bodies with the API server's reasons; an unsupported field selector answered 400; a changed scenario is
+bodies with the API server's reasons; an unsupported field selector answered 400; answers cut in half on
+demand; a changed scenario is
 served and a bad one refused while the last good one stays; HTTPS with its certificate; the request log.
 
 Usage: kubeapi_peer_test.py KUBEAPI_BINARY"""
@@ -114,6 +115,18 @@ class KubeApiPeerTest(unittest.TestCase):
         targets = [(target, status) for _, target, status in self.api.requests()]
         self.assertEqual(targets[-1], ("/api/v1/pods", 429))
         self.assertIn(("/api/v1/namespaces/ml/pods/nope", 404), targets)
+
+    def test_malformed_bodies_cut_every_ok_answer_in_half(self):
+        self.api.set_scenario(dict(SCENARIO, malformed_bodies=True))
+        request = urllib.request.Request(self.api.url + "/api/v1/namespaces/ml/pods/trainer-abc-1", headers=AUTH)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            self.assertEqual(response.status, 200)
+            body = response.read()
+        self.assertTrue(body.startswith(b'{"kind":"Pod"'))
+        with self.assertRaises(json.JSONDecodeError):
+            json.loads(body)
+        status, _, body = get(self.api.url + "/api/v1/namespaces/ml/pods/nope", AUTH)  # errors stay whole
+        self.assertEqual((status, body["reason"]), (404, "NotFound"))
 
     def test_a_bad_scenario_is_refused_and_the_last_good_one_stays_served(self):
         with self.assertRaises(peers.ScenarioRefused) as refused:

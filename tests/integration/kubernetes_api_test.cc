@@ -5,7 +5,8 @@
 // list per cycle filtered by this node, owners resolved (ReplicaSet -> Deployment, Job -> CronJob,
 // StatefulSet, bare pods) and cached, no request on a scrape and no repeated lookup; allow-listed labels
 // only; the per-pod fallback when the list is forbidden; 401 until the rotated token is read; 429's
-// Retry-After honoured; the rate limit; the server down (counted, cached metadata kept) and back; TLS
+// Retry-After honoured; the rate limit; the server down (counted, cached metadata kept) and back;
+// answers cut in half (an error, the cache kept); TLS
 // with the CA file; the thread and its prompt Stop().
 //
 // Usage: kubernetes_api_test (GPUSCOPE_KUBEAPI_BIN names the peer binary at build time).
@@ -411,6 +412,33 @@ TEST(KubernetesApi, ServerDownKeepsTheCacheCountsAndRecovers) {
   EXPECT_EQ(table.Current()->Metadata({"default", "debug"}), nullptr);
   // Back on the same port: after the backoff the new pod gets its metadata.
   peer.Start();
+  ASSERT_TRUE(Eventually([&] {
+    (void)source.QueryOnce();
+    return table.Current()->Metadata({"default", "debug"}) != nullptr;
+  })) << peer.Log();
+  EXPECT_EQ(Sample(source, "gpuscope_k8s_api_up"), 1);
+}
+
+TEST(KubernetesApi, MalformedAnswersAreCountedAsErrorsAndKeepTheCache) {
+  KubeApiPeer peer;
+  peer.SetScenario(Scenario());
+  peer.Start();
+  PodTable table;
+  HoldDevices(table, {{"db", "pg-0"}});
+  PodMetadataSource source(Options(peer), &table);
+  ASSERT_TRUE(source.QueryOnce().ok());
+  // Every answer cut in half: the list for a new pod fails to parse; nothing known is lost.
+  peer.SetScenario(Scenario(R"("malformed_bodies":true,)"));
+  HoldDevices(table, {{"db", "pg-0"}, {"default", "debug"}});
+  const Status failed = source.QueryOnce();
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.message(), ::testing::HasSubstr("malformed answer: pod list: not JSON"));
+  EXPECT_EQ(Sample(source, "gpuscope_k8s_api_up"), 0);
+  EXPECT_EQ(Sample(source, "gpuscope_k8s_api_requests_total", {{"resource", "pod"}, {"result", "error"}}), 1);
+  EXPECT_EQ(Sample(source, "gpuscope_k8s_api_requests_total", {{"resource", "pod"}, {"result", "ok"}}), 1);
+  EXPECT_EQ(OwnerOf(table, {"db", "pg-0"}), std::make_pair(std::string("StatefulSet"), std::string("pg")));
+  EXPECT_EQ(table.Current()->Metadata({"default", "debug"}), nullptr);
+  peer.SetScenario(Scenario());
   ASSERT_TRUE(Eventually([&] {
     (void)source.QueryOnce();
     return table.Current()->Metadata({"default", "debug"}) != nullptr;

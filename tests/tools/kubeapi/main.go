@@ -21,6 +21,8 @@
 //   - "throttle_retry_after_seconds" > 0: every authenticated request is answered 429 with that
 //     Retry-After header and a metav1.Status (reason TooManyRequests, details.retryAfterSeconds), as the
 //     API priority and fairness filter does.
+//   - "malformed_bodies": every 200 answer's JSON is cut in half (a proxy cutting a response, or a
+//     hostile server), to prove the client's parser errors keep its cache.
 //   - Not found: 404 with the server's message (`pods "NAME" not found`, reason NotFound, details).
 //   - Reloading: the file is read every 100 ms and served when its bytes changed. A file that does not
 //     parse or validate is refused with one log line and the last good scenario stays served; at start-up
@@ -63,6 +65,7 @@ type scenarioFile struct {
 	Tokens                    []string            `json:"tokens"`
 	Forbid                    []string            `json:"forbid"`
 	ThrottleRetryAfterSeconds int                 `json:"throttle_retry_after_seconds"`
+	MalformedBodies           bool                `json:"malformed_bodies"`
 	Pods                      []corev1.Pod        `json:"pods"`
 	ReplicaSets               []appsv1.ReplicaSet `json:"replicasets"`
 	Jobs                      []batchv1.Job       `json:"jobs"`
@@ -176,6 +179,18 @@ func writeJSON(w http.ResponseWriter, code int, object any) {
 	_, _ = w.Write(body)
 }
 
+// writeObject answers 200 with the object, cut in half when the scenario asks for malformed bodies.
+func writeObject(w http.ResponseWriter, sc *scenario, object any) {
+	if !sc.file.MalformedBodies {
+		writeJSON(w, http.StatusOK, object)
+		return
+	}
+	body, _ := json.Marshal(object)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body[:len(body)/2])
+}
+
 func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string,
 	details *metav1.StatusDetails) {
 	writeJSON(w, code, &metav1.Status{
@@ -240,7 +255,7 @@ func (s *server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if p := sc.pods[key(parts[3], parts[5])]; p != nil {
-			writeJSON(w, http.StatusOK, p)
+			writeObject(w, sc, p)
 		} else {
 			notFound("pods", "", parts[5])
 		}
@@ -250,7 +265,7 @@ func (s *server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if rs := sc.replicaSets[key(parts[4], parts[6])]; rs != nil {
-			writeJSON(w, http.StatusOK, rs)
+			writeObject(w, sc, rs)
 		} else {
 			notFound("replicasets", "apps", parts[6])
 		}
@@ -260,7 +275,7 @@ func (s *server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if j := sc.jobs[key(parts[4], parts[6])]; j != nil {
-			writeJSON(w, http.StatusOK, j)
+			writeObject(w, sc, j)
 		} else {
 			notFound("jobs", "batch", parts[6])
 		}
@@ -301,7 +316,7 @@ func (s *server) listPods(w http.ResponseWriter, r *http.Request, sc *scenario, 
 			list.Items = append(list.Items, p)
 		}
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeObject(w, sc, list)
 }
 
 // reloader serves the file's scenario anew when its bytes change (checked every 100 ms).
