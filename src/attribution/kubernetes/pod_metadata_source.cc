@@ -120,14 +120,16 @@ void PodMetadataSource::ReloadToken(bool force) {
   if (options_.token_file.empty()) return;
   struct stat st {};
   if (stat(options_.token_file.c_str(), &st) != 0) {
-    if (force || token_inode_ != 0 || !token_.empty()) {
+    if (force || !token_missing_) {  // once, and again after each 401
       Log(LogLevel::kWarn, "kubernetes: cannot read the API server token; sending requests without it",
           {{"file", options_.token_file}});
     }
+    token_missing_ = true;
     token_.clear();
     token_inode_ = 0;
     return;
   }
+  token_missing_ = false;
   if (!force && st.st_ino == token_inode_ && st.st_mtim.tv_sec == token_mtime_.tv_sec &&
       st.st_mtim.tv_nsec == token_mtime_.tv_nsec) {
     return;

@@ -144,6 +144,7 @@ class PodMetadataSource {
   std::string token_ GUARDED_BY(cycle_mu_);
   struct timespec token_mtime_ GUARDED_BY(cycle_mu_) {};
   ino_t token_inode_ GUARDED_BY(cycle_mu_) = 0;
+  bool token_missing_ GUARDED_BY(cycle_mu_) = false;  // logged once until the file appears
   std::map<PodRef, CachedPod> pods_ GUARDED_BY(cycle_mu_);
   std::map<PodRef, Clock::time_point> not_found_ GUARDED_BY(cycle_mu_);  // listed nowhere: asked at refresh
   std::map<std::string, CachedOwner> owners_ GUARDED_BY(cycle_mu_);      // "Kind/ns/name" -> top
