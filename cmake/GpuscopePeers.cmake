@@ -1,27 +1,29 @@
 # The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics and its vmauth,
 # Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in kubelet
-# pod-resources server and the api.proto it serves; helm and our Kubernetes object validator for the chart's
-# tests), built by
+# pod-resources server and the api.proto it serves, our stand-in Kubernetes API server; helm and our
+# Kubernetes object validator for the chart's tests), built by
 # scripts/build-peers.sh from the versions pinned in scripts/versions.env into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # This finds each in the directory of its pinned version only (never one on PATH of another version) and
 # requires it like any other tool of the default test run (gpuscope_require_program). Sets:
 #   GPUSCOPE_VICTORIALOGS_BIN GPUSCOPE_VICTORIAMETRICS_BIN GPUSCOPE_VMAUTH_BIN GPUSCOPE_PROMETHEUS3_BIN
 #   GPUSCOPE_PROMTOOL3_BIN GPUSCOPE_OTELCOL_BIN GPUSCOPE_RWCOMPLIANCE_BIN GPUSCOPE_TEST2JSON_BIN
-#   GPUSCOPE_PODRESOURCES_BIN GPUSCOPE_PODRESOURCES_PROTO GPUSCOPE_HELM_BIN GPUSCOPE_KUBEVALIDATE_BIN
+#   GPUSCOPE_PODRESOURCES_BIN GPUSCOPE_PODRESOURCES_PROTO GPUSCOPE_KUBEAPI_BIN GPUSCOPE_HELM_BIN
+#   GPUSCOPE_KUBEVALIDATE_BIN
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/versions.env
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/otelcol/main.go
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/rw_compliance/compliance_test.go
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/podresources/main.go
-                                                               ${PROJECT_SOURCE_DIR}/tests/tools/kubevalidate/main.go)
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/kubevalidate/main.go
+                                                               ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go)
 file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_peer_pins
-     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC|HELM|KUBEVALIDATE_K8S|KUBEVALIDATE_PROMOP)_VERSION=")
+     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC|HELM|KUBEVALIDATE_K8S|KUBEVALIDATE_PROMOP|KUBEAPI)_VERSION=")
 foreach(_pin IN LISTS _gpuscope_peer_pins)
   string(REGEX MATCH "^([A-Z0-9_]+)_VERSION=(.*)$" _ "${_pin}")
   set(_gpuscope_${CMAKE_MATCH_1}_version "${CMAKE_MATCH_2}")
 endforeach()
 foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL RWCOMPLIANCE PODRESOURCES PODRESOURCES_GRPC HELM
-              KUBEVALIDATE_K8S KUBEVALIDATE_PROMOP)
+              KUBEVALIDATE_K8S KUBEVALIDATE_PROMOP KUBEAPI)
   if(NOT _gpuscope_${_peer}_version)
     message(FATAL_ERROR "scripts/versions.env does not pin ${_peer}_VERSION")
   endif()
@@ -46,6 +48,9 @@ file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/kubevalidate/main.go _gpuscope_kub
 string(SUBSTRING "${_gpuscope_kubeval_hash}" 0 12 _gpuscope_kubeval_hash)
 set(_gpuscope_kubeval_dir
     ${_gpuscope_peers_cache}/kubevalidate-${_gpuscope_KUBEVALIDATE_K8S_version}-${_gpuscope_KUBEVALIDATE_PROMOP_version}-${_gpuscope_kubeval_hash})
+file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go _gpuscope_kubeapi_hash)
+string(SUBSTRING "${_gpuscope_kubeapi_hash}" 0 12 _gpuscope_kubeapi_hash)
+set(_gpuscope_kubeapi_dir ${_gpuscope_peers_cache}/kubeapi-${_gpuscope_KUBEAPI_version}-${_gpuscope_kubeapi_hash})
 
 # A path found for another version (the pin changed since the last configure) is looked up again.
 function(_gpuscope_require_peer var program dir)
@@ -73,6 +78,7 @@ _gpuscope_require_peer(GPUSCOPE_TEST2JSON_BIN test2json
 _gpuscope_require_peer(GPUSCOPE_PODRESOURCES_BIN gpuscope-podresources ${_gpuscope_podres_dir})
 _gpuscope_require_peer(GPUSCOPE_HELM_BIN helm ${_gpuscope_peers_cache}/helm-${_gpuscope_HELM_version})
 _gpuscope_require_peer(GPUSCOPE_KUBEVALIDATE_BIN gpuscope-kubevalidate ${_gpuscope_kubeval_dir})
+_gpuscope_require_peer(GPUSCOPE_KUBEAPI_BIN gpuscope-kubeapi ${_gpuscope_kubeapi_dir})
 # The kubelet's api.proto, copied there from the module the server was built with.
 if(GPUSCOPE_PODRESOURCES_PROTO AND NOT GPUSCOPE_PODRESOURCES_PROTO STREQUAL "${_gpuscope_podres_dir}/api.proto")
   unset(GPUSCOPE_PODRESOURCES_PROTO CACHE)

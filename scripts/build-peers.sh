@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
 # vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in
-# kubelet pod-resources server, helm and our Kubernetes object validator) from the Go
-# module versions pinned in scripts/versions.env, once per machine, into
+# kubelet pod-resources server, our stand-in Kubernetes API server, helm and our Kubernetes object validator)
+# from the Go module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
 # old one. Each build happens in a throwaway module directory (go mod init; go get MODULE@VERSION;
 # go build), with the local toolchain and -trimpath; modules come from the Go module proxy into the Go
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
-#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources helm
+#   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources kubeapi helm
 #    kubevalidate)
 set -euo pipefail
 
@@ -33,6 +33,9 @@ podres_key=$PODRESOURCES_VERSION-$PODRESOURCES_GRPC_VERSION-$(sha256sum "$podres
 # Likewise the Kubernetes object validator, whose key names both pinned API modules.
 kubeval_main=$root/tests/tools/kubevalidate/main.go
 kubeval_key=$KUBEVALIDATE_K8S_VERSION-$KUBEVALIDATE_PROMOP_VERSION-$(sha256sum "$kubeval_main" | cut -c1-12)
+# Likewise the API server stand-in.
+kubeapi_main=$root/tests/tools/kubeapi/main.go
+kubeapi_key=$KUBEAPI_VERSION-$(sha256sum "$kubeapi_main" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -46,6 +49,7 @@ peer_dir() {
     podresources) echo "$cache/podresources-$podres_key" ;;
     helm) echo "$cache/helm-$HELM_VERSION" ;;
     kubevalidate) echo "$cache/kubevalidate-$kubeval_key" ;;
+    kubeapi) echo "$cache/kubeapi-$kubeapi_key" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -145,6 +149,17 @@ build_peer() {
           fi
         done
         ;;
+      kubeapi)
+        cp "$kubeapi_main" main.go
+        go get "$KUBEAPI_MODULE@$KUBEAPI_VERSION" "k8s.io/apimachinery@$KUBEAPI_VERSION"
+        go build -o "$tmp/out/gpuscope-kubeapi" .
+        local api
+        api=$(go list -m -f '{{.Version}}' "$KUBEAPI_MODULE")
+        if [ "$api" != "$KUBEAPI_VERSION" ]; then
+          echo "build-peers: $KUBEAPI_MODULE resolved to $api, not the pinned $KUBEAPI_VERSION" >&2
+          exit 1
+        fi
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -160,8 +175,8 @@ build_peer() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources helm
-  kubevalidate)
+[ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources kubeapi
+  helm kubevalidate)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

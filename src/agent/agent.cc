@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include "src/agent/events.h"
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
+#include "src/attribution/kubernetes/pod_metadata_collector.h"
+#include "src/attribution/kubernetes/pod_metadata_source.h"
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
 #include "src/attribution/sources_collector.h"
@@ -28,6 +31,19 @@
 namespace gpuscope {
 namespace {
 
+// --kubernetes.pod-labels "team,app.kubernetes.io/name" as its names.
+std::vector<std::string> SplitPodLabels(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 int PrintMetricsDocs(const AgentConfig& config) {
   std::vector<CollectorDocs> docs;
   NodeState node;
@@ -39,6 +55,10 @@ int PrintMetricsDocs(const AgentConfig& config) {
   SlurmJobSource slurm(SlurmJobSourceOptions{}, &node.jobs());
   docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
                   AttributionSourcesCollector(&mapping, &slurm).Describe()});
+  docs.push_back({"kubernetes_api",
+                  "Pods holding this node's devices, with owner and labels from the Kubernetes API server "
+                  "(--kubernetes)",
+                  PodMetadataSource::Describe(SplitPodLabels(config.kubernetes_pod_labels))});
   docs.push_back({"events", EventPath::Help(), EventPath::Describe()});
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
@@ -61,12 +81,14 @@ NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
   return options;
 }
 
-// The JobTable's long-running sources; either may be absent.
+// The JobTable's and the PodTable's long-running sources; any may be absent.
 struct AttributionSources {
   std::unique_ptr<MappingDirSource> mapping;
   std::unique_ptr<SlurmJobSource> slurm;
+  std::unique_ptr<PodMetadataSource> pod_metadata;  // with --kubernetes
 
   void Stop() {
+    if (pod_metadata) pod_metadata->Stop();
     if (slurm) slurm->Stop();
     if (mapping) mapping->Stop();
   }
@@ -100,6 +122,28 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
     sources.slurm = std::make_unique<SlurmJobSource>(options, &node.jobs());
     sources.slurm->Start();
   }
+  if (config.kubernetes) {
+    PodMetadataSourceOptions options;
+    options.api_server =
+        ResolveApiServerUrl(config.kubernetes_api_server, [](const char* name) { return std::getenv(name); });
+    options.token_file = config.kubernetes_token_file;
+    options.ca_file = config.kubernetes_ca_file;
+    options.pod_labels = SplitPodLabels(config.kubernetes_pod_labels);
+    // The node the DaemonSet's downward API names (NODE_NAME), else this host's name: the default of the
+    // contract's --kubernetes.node-name, which the kubelet side's branch adds (use it here once merged).
+    const char* node_name = std::getenv("NODE_NAME");
+    if (node_name != nullptr && *node_name != '\0') {
+      options.node_name = node_name;
+    } else {
+      char buffer[256] = {};
+      options.node_name = gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "";
+    }
+    sources.pod_metadata = std::make_unique<PodMetadataSource>(options, &node.pods());
+    Log(LogLevel::kInfo, "kubernetes: pod metadata",
+        {{"api_server", options.api_server.empty() ? "off" : options.api_server},
+         {"node", options.node_name}});
+    if (!config.once) sources.pod_metadata->Start();
+  }
   return sources;
 }
 
@@ -112,6 +156,11 @@ void AddCollectors(const AgentConfig& config, NodeState& node, PostedEvents& tra
     scheduler.Add(
         std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
         std::chrono::seconds(5));
+  }
+  if (attribution.pod_metadata) {
+    scheduler.Add(std::make_unique<PodMetadataCollector>(attribution.pod_metadata.get(),
+                                                         SplitPodLabels(config.kubernetes_pod_labels)),
+                  std::chrono::seconds(5));
   }
   CollectorContext context{&node, spans, &training_events};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {

@@ -79,6 +79,13 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_command_timeout{15000};
   bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
 
+  // kubernetes (issue 13): pod attribution and pod metadata
+  bool kubernetes = false;
+  std::string kubernetes_api_server;  // empty: in-cluster from KUBERNETES_SERVICE_HOST/PORT; "off": none
+  std::string kubernetes_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  std::string kubernetes_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  std::string kubernetes_pod_labels = "team";  // comma-separated allow-list for gpuscope_k8s_pod_info
+
   // training collector (off by default until the mixin uses it): the ranks' own timing
   std::string training_socket = "/run/gpuscope/training.sock";
   std::chrono::milliseconds training_hang_after{60000};

@@ -30,6 +30,17 @@ constexpr std::string_view HttpUrl(std::string_view value) {
   return "must start with http:// or https://";
 }
 
+// --kubernetes.api-server: "off", empty (in-cluster) or an http(s) URL.
+constexpr std::string_view ApiServer(std::string_view value) { return value == "off" ? "" : HttpUrl(value); }
+
+// A comma-separated list without empty items (the whole may be empty).
+constexpr std::string_view CommaList(std::string_view value) {
+  if (value.empty()) return "";
+  if (value.starts_with(',') || value.ends_with(',') || value.find(",,") != std::string_view::npos)
+    return "must be names separated by single commas";
+  return "";
+}
+
 constexpr std::string_view LabelPair(std::string_view value) {
   const size_t eq = value.find('=');
   if (eq == std::string_view::npos || eq == 0) return "must be name=value";
@@ -191,6 +202,32 @@ constexpr OptionSpec kOptions[] = {
      .flag = "slurm.include-user",
      .field = &AgentConfig::slurm_include_user,
      .help = "user label on the slurm collector's job counts and fairshare (cardinality)."},
+
+    {.yaml = "kubernetes.enabled",
+     .flag = "kubernetes",
+     .field = &AgentConfig::kubernetes,
+     .help = "Kubernetes: tie GPU series to pods (the kubelet's pod-resources API) and pods to their owner "
+             "and labels (the API server)."},
+    {.yaml = "kubernetes.api_server",
+     .flag = "kubernetes.api-server",
+     .field = &AgentConfig::kubernetes_api_server,
+     .help = "The API server asked for each pod's owner and labels (cached, rate-limited); off: no lookups.",
+     .default_text = "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT in a pod, else off",
+     .check = ApiServer},
+    {.yaml = "kubernetes.token_file",
+     .flag = "kubernetes.token-file",
+     .field = &AgentConfig::kubernetes_token_file,
+     .help = "Bearer token for the API server, read again when it changes (projected tokens rotate)."},
+    {.yaml = "kubernetes.ca_file",
+     .flag = "kubernetes.ca-file",
+     .field = &AgentConfig::kubernetes_ca_file,
+     .help = "CA certificates the API server's certificate is checked against."},
+    {.yaml = "kubernetes.pod_labels",
+     .flag = "kubernetes.pod-labels",
+     .field = &AgentConfig::kubernetes_pod_labels,
+     .help = "Comma-separated pod label names copied to gpuscope_k8s_pod_info as label_<name> "
+             "(cardinality: allow few).",
+     .check = CommaList},
 
     {.yaml = "training.socket",
      .flag = "training.socket",

@@ -1,6 +1,7 @@
 """The real open-source receivers of the integration tests, on loopback: VictoriaLogs (Loki push in,
 LogsQL out) and the OpenTelemetry Collector (OTLP in, the file exporter's JSON lines out); and the
-kubelet's pod-resources API served from a scenario by our server on the upstream Go package. Built from
+kubelet's pod-resources API and the few Kubernetes API server endpoints the agent reads, each served from a
+scenario by our server on the upstream Go packages. Built from
 pinned Go modules by scripts/build-peers.sh; CMake passes their paths. Standard library only."""
 
 import hashlib
@@ -184,7 +185,29 @@ class OtelCollector:
 
 
 class ScenarioRefused(AssertionError):
-    """The pod-resources server refused a scenario file (the message is its log line's reason)."""
+    """A scenario server (pod-resources, kubeapi) refused a scenario file (the message is its log line's
+    reason)."""
+
+
+def _wait_for_scenario_line(peer, name, offset, pattern, what, timeout):
+    """The first line of a scenario server's log after byte `offset` that matches `pattern` (a compiled
+    regex), as a match; a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(peer.log_path, "rb") as f:
+            f.seek(offset)
+            for line in f.read().decode("utf-8", errors="replace").splitlines():
+                refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
+                if refused:
+                    raise ScenarioRefused(refused.group(1))
+                found = pattern.search(line)
+                if found:
+                    return found
+        if peer.process is not None and peer.process.poll() is not None:
+            raise AssertionError(f"{name} exited with {peer.process.returncode}: {peer.read_log()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}: {peer.read_log()}")
+        time.sleep(0.05)
 
 
 class PodResources:
@@ -221,24 +244,7 @@ class PodResources:
         return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
 
     def _wait_for_line(self, offset, pattern, what, timeout=30):
-        """The first log line after byte `offset` that matches `pattern` (a compiled regex), as a match;
-        a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                for line in f.read().decode("utf-8", errors="replace").splitlines():
-                    refused = re.search(r"scenario .* refused \(still serving sha256=\w+\): (.*)", line)
-                    if refused:
-                        raise ScenarioRefused(refused.group(1))
-                    found = pattern.search(line)
-                    if found:
-                        return found
-            if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"gpuscope-podresources exited with {self.process.returncode}: {self.read_log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}: {self.read_log()}")
-            time.sleep(0.05)
+        return _wait_for_scenario_line(self, "gpuscope-podresources", offset, pattern, what, timeout)
 
     def start(self):
         """Starts the server on the same socket path (a stale socket there is replaced) and waits until it
@@ -289,6 +295,79 @@ class PodResources:
             found = re.search(r" call (\w+):? (.*)$", line)
             if found and (method is None or found.group(1) == method):
                 out.append((found.group(1), found.group(2)))
+        return out
+
+    def read_log(self):
+        if not os.path.exists(self.log_path):
+            return ""
+        with open(self.log_path) as f:
+            return f.read()
+
+    stop = _stop
+    cleanup = _cleanup
+
+
+class KubeApi:
+    """gpuscope-kubeapi (tests/tools/kubeapi/main.go): the Kubernetes API server's pod, pod list, ReplicaSet
+    and Job endpoints on the upstream k8s.io/api types, with metav1.Status errors (401, 403, 404, 429),
+    on 127.0.0.1, answering from a JSON scenario (dict or str). `tls`: {cert_file, key_file} serves https.
+    set_scenario() changes what it serves mid-run; stop() and start() keep the port (the server down and
+    back); requests() is its request log."""
+
+    def __init__(self, binary, scenario, start=True, tls=None):
+        self.binary = binary
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-kubeapi-")
+        self.scenario_path = os.path.join(self.workdir, "scenario.json")
+        self.log_path = os.path.join(self.workdir, "kubeapi.log")
+        self.tls = tls
+        self.port = harness.free_port()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.process = None
+        self._log = None
+        self._write(scenario)
+        if start:
+            self.start()
+
+    def _write(self, scenario):
+        data = (json.dumps(scenario, indent=1) if isinstance(scenario, dict) else scenario).encode()
+        temporary = self.scenario_path + ".tmp"
+        with open(temporary, "wb") as f:
+            f.write(data)
+        os.replace(temporary, self.scenario_path)
+        return hashlib.sha256(data).hexdigest()
+
+    def _wait_for_line(self, offset, pattern, what, timeout=30):
+        return _wait_for_scenario_line(self, "gpuscope-kubeapi", offset, pattern, what, timeout)
+
+    def _log_size(self):
+        return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+
+    def start(self):
+        """Starts the server on the same port and waits until it listens."""
+        offset = self._log_size()
+        self._log = open(self.log_path, "a")
+        command = [self.binary, "--listen", f"127.0.0.1:{self.port}", "--scenario", self.scenario_path]
+        if self.tls:
+            command += ["--cert", self.tls["cert_file"], "--key", self.tls["key_file"]]
+        self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait_for_line(offset, re.compile("listening on https?://127.0.0.1:" + str(self.port)),
+                            "gpuscope-kubeapi to listen")
+
+    def set_scenario(self, scenario):
+        """Serves `scenario` from now on (returns once served; ScenarioRefused when refused)."""
+        offset = self._log_size()
+        sha = self._write(scenario)
+        if self.process is not None and self.process.poll() is None:
+            self._wait_for_line(offset, re.compile("serving scenario sha256=" + sha), "the new scenario to be served")
+
+    def requests(self):
+        """Every request answered so far, in order, as (time in seconds since midnight, target, status)."""
+        out = []
+        for line in self.read_log().splitlines():
+            found = re.search(r"(\d\d):(\d\d):(\d\d\.\d+) request GET (\S+) status=(\d+)$", line)
+            if found:
+                h, m, sec, target, status = found.groups()
+                out.append((int(h) * 3600 + int(m) * 60 + float(sec), target, int(status)))
         return out
 
     def read_log(self):

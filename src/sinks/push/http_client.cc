@@ -219,12 +219,12 @@ Status HttpClient::Create(std::string_view url, HttpClientOptions options,
 
   CURL* easy = result->easy_;
   const std::string url_text(url);
+  result->url_ = url_text;
   result->tls_ = url_text.size() >= 6 && Lowered(url_text.substr(0, 6)) == "https:";
   const std::string user_agent = "gpuscope-agent/" + std::string(Version());
   const long timeout_ms = static_cast<long>(std::max<int64_t>(1, result->options_.timeout.count()));
   bool ok = Lib().curl_easy_setopt(easy, CURLOPT_URL, url_text.c_str()) == CURLE_OK;
   ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
-  ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_POST, 1L) == CURLE_OK;
   ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_USERAGENT, user_agent.c_str()) == CURLE_OK;
   // HTTP/2 by ALPN when TLS is used, HTTP/1.1 on plain http (libcurl's default, said out loud).
   ok = ok && Lib().curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS)) ==
@@ -404,6 +404,29 @@ int HttpClient::Perform(char* error_buffer, bool* interrupted) {
 Status HttpClient::Post(std::string_view body,
                         const std::vector<std::pair<std::string, std::string>>& headers,
                         HttpClientResponse* response) {
+  return Send(true, url_, body, headers, response);
+}
+
+Status HttpClient::Get(std::string_view target,
+                       const std::vector<std::pair<std::string, std::string>>& headers,
+                       HttpClientResponse* response) {
+  *response = HttpClientResponse();
+  if (target.empty() || target.front() != '/' ||
+      target.find_first_of(std::string_view(" \r\n\0", 4)) != std::string_view::npos) {
+    return Status::InvalidArgument("bad request target \"" + std::string(target) + "\"");
+  }
+  // The URL's own path is a prefix (an API server behind a path-routing proxy); "scheme://host" has none.
+  std::string url = url_;
+  const size_t authority = url.find("://");
+  const size_t path = url.find('/', authority == std::string::npos ? 0 : authority + 3);
+  if (path != std::string::npos && url.back() == '/') url.pop_back();
+  url += target;
+  return Send(false, url, {}, headers, response);
+}
+
+Status HttpClient::Send(bool post, const std::string& url, std::string_view body,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        HttpClientResponse* response) {
   *response = HttpClientResponse();
   if (interrupted_.load()) return Status::Unavailable("interrupted");
   Slist list;
@@ -412,9 +435,16 @@ Status HttpClient::Post(std::string_view body,
 
   Transfer transfer{&options_, response, 0, false, {}};
   char error_buffer[CURL_ERROR_SIZE] = {};
-  // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
-  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
-  Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (Lib().curl_easy_setopt(easy_, CURLOPT_URL, url.c_str()) != CURLE_OK) {
+    return Status::InvalidArgument("libcurl refused the URL \"" + url + "\"");
+  }
+  if (post) {
+    // Never a null pointer: with POSTFIELDS null, libcurl would read the body from its read callback.
+    Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.empty() ? "" : body.data());
+    Lib().curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  } else {
+    Lib().curl_easy_setopt(easy_, CURLOPT_HTTPGET, 1L);  // also drops what a POST set
+  }
   Lib().curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list.get());
   Lib().curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &transfer);
   Lib().curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &transfer);

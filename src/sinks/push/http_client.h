@@ -1,6 +1,6 @@
 // HttpClient: the push sinks' HTTP client (Loki, OTLP), a thin owner of one libcurl easy handle driven by
-// one multi handle. It POSTs a body to one URL (http:// or https://) and keeps the connection for the
-// next request; libcurl does the rest:
+// one multi handle. It POSTs a body to one URL (http:// or https://), or GETs a path below it (the
+// Kubernetes API server's objects), and keeps the connection for the next request; libcurl does the rest:
 //   - proxies from the environment, as libcurl reads them: for an https:// URL `https_proxy` or
 //     `HTTPS_PROXY`, for an http:// URL `http_proxy` (lower case only: libcurl ignores `HTTP_PROXY` on
 //     purpose, since CGI servers put a request's Proxy header there), then `all_proxy`/`ALL_PROXY`;
@@ -15,7 +15,8 @@
 // Responses are read with limits (head size, header count, body size): a peer answering something that is not
 // HTTP fails the request, never crashes the client or grows its memory without bound.
 //
-// Thread-safety: Post() from one thread at a time; Interrupt() and connections_opened() from any thread.
+// Thread-safety: Post() and Get() from one thread at a time; Interrupt() and connections_opened() from any
+// thread.
 #pragma once
 
 #include <atomic>
@@ -83,6 +84,13 @@ class HttpClient {
   Status Post(std::string_view body, const std::vector<std::pair<std::string, std::string>>& headers,
               HttpClientResponse* response);
 
+  // Sends "GET" for `target` (a path starting with '/', with its query) on the URL's scheme, host and
+  // port: the URL's own path, less a trailing '/', is put before it. Headers, limits, errors and the
+  // response as for Post(); InvalidArgument also for a target that does not start with '/' or holds
+  // a space, CR, LF or NUL.
+  Status Get(std::string_view target, const std::vector<std::pair<std::string, std::string>>& headers,
+             HttpClientResponse* response);
+
   // Makes the Post() in progress and every later one fail promptly with Unavailable. Permanent; safe
   // from any thread.
   void Interrupt();
@@ -99,8 +107,12 @@ class HttpClient {
   // Runs the transfer set up on easy_ to its end, or until Interrupt() (*interrupted). Returns
   // libcurl's result, with details in error_buffer (CURL_ERROR_SIZE bytes).
   int Perform(char* error_buffer, bool* interrupted);
+  // One request of either method to `url`, as Post() describes.
+  Status Send(bool post, const std::string& url, std::string_view body,
+              const std::vector<std::pair<std::string, std::string>>& headers, HttpClientResponse* response);
 
   HttpClientOptions options_;
+  std::string url_;       // as given to Create()
   CURL* easy_ = nullptr;  // one handle: libcurl keeps its connection cache in multi_
   CURLM* multi_ = nullptr;
   bool tls_ = false;  // https:// URL

@@ -149,6 +149,37 @@ TEST_F(HttpClientTest, PostSendsBodyAndHeadersAndReadsTheResponse) {
   EXPECT_EQ(requests[0].Header("user-agent").substr(0, 15), "gpuscope-agent/");
 }
 
+TEST_F(HttpClientTest, GetAsksForATargetBelowTheUrlAndAPostAfterItIsAPostAgain) {
+  ScriptedServer server([](const TestHttpRequest& r) { return Answer(200, r.method + " " + r.target); });
+  auto client = MakeClient(server.url("http", "/prefix/"));  // an API server behind a path-routing proxy
+  HttpClientResponse response;
+  ASSERT_TRUE(
+      client->Get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", {{"Authorization", "Bearer t"}}, &response)
+          .ok());
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "GET /prefix/api/v1/pods?fieldSelector=spec.nodeName%3Dn1");
+  ASSERT_TRUE(client->Post("x", {}, &response).ok());
+  EXPECT_EQ(response.body, "POST /prefix/");
+  ASSERT_TRUE(client->Get("/b", {}, &response).ok());
+  EXPECT_EQ(response.body, "GET /prefix/b");
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].Header("authorization"), "Bearer t");
+  EXPECT_EQ(requests[0].body, "");
+  EXPECT_EQ(requests[0].Header("content-length"), "");
+  EXPECT_EQ(requests[1].body, "x");
+  EXPECT_EQ(client->connections_opened(), 1u);  // one kept connection for both methods
+  // A target that is not a path, or would split the request line, is refused before anything is sent.
+  for (const char* bad : {"", "api/v1/pods", "/a b", "/a\r\nX: y"}) {
+    EXPECT_EQ(client->Get(bad, {}, &response).code(), Status::Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(server.requests().size(), 3u);
+  // Without a path in the URL the target is the whole path.
+  auto bare = MakeClient("http://127.0.0.1:" + std::to_string(server.server().port()));
+  ASSERT_TRUE(bare->Get("/api/v1/namespaces/a/pods/b", {}, &response).ok());
+  EXPECT_EQ(response.body, "GET /api/v1/namespaces/a/pods/b");
+}
+
 TEST_F(HttpClientTest, SendsNoContentTypeOfItsOwnNorExpectWithAPushSizedBody) {
   // libcurl would add a form content type to a POST; "Expect: 100-continue" (and a wait for it) comes
   // only with bodies over 1 MiB, larger than a push batch.
