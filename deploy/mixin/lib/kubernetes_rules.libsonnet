@@ -7,6 +7,7 @@
 //    per GPU model, its pending age;
 //  - per namespace and per team, from those rows: mean utilisation, allocation efficiency (busy devices
 //    over requested GPUs), idle GPU-hours and their cost per GPU model, pending GPU pods and their age;
+//  - the pods of each shared GPU (time-slicing or MPS);
 //  - per node and resource: allocatable, allocated, free, idle and in use from the agents, and per node
 //    allocatable, requested and free from kube-state-metrics.
 local util = import 'util.libsonnet';
@@ -192,6 +193,14 @@ function(cfg)
     }
     for name in agentCounts + ['gpus_free']
   ] + [
+    {
+      // The pods of each GPU shared by time-slicing or MPS replicas, with their team.
+      record: 'gpu_pod:k8s_gpu_shared:info',
+      expr: k8s.withTeam('group by (%s) (%s)' % [
+        by(l.gpu + ['namespace', 'pod']),
+        k8s.gpuSel('gpuscope_k8s_gpu_allocation_info', 'shared="true", pod!=""'),
+      ]),
+    },
     {
       record: 'node:kube_gpus_allocatable:sum',
       expr: 'sum by (%s) (%s)' % [by(['node']), k8s.ksmSel('kube_node_status_allocatable', 'resource="nvidia_com_gpu"')],
