@@ -20,6 +20,9 @@
     slurm: 'job="gpuscope"',
     vllm: 'job=~".*vllm.*"',
     triton: 'job=~".*triton.*"',
+    // kube-state-metrics (kube_pod_*, kube_node_status_allocatable, kube_resourcequota), for the
+    // Kubernetes rules and alerts.
+    kubeStateMetrics: 'job="kube-state-metrics"',
   },
 
   // Label names. GPU series name their node with Hostname (dcgm-exporter's label); Slurm series name it
@@ -78,6 +81,19 @@
     collectiveErrorEvents: 0,
     oomEvents: 0,
     eventsLost: 0,
+    // Kubernetes: a GPU pod pending longer than this many minutes (from kube_pod_created).
+    podPendingMinutes: 15,
+    // Noisy neighbour on a shared GPU (time-slicing or MPS): the GPU's memory is saturated (memory
+    // interface busy at least noisyDramActive of the time, DCGM_FI_PROF_DRAM_ACTIVE, or
+    // DCGM_FI_DEV_MEM_COPY_UTIL / 100 where the GPU has no profiling metrics; or framebuffer used at least
+    // noisyFbUsedRatio of used + free) while one of the pods sharing it holds at least
+    // noisyMemoryShare of the framebuffer its pods' processes use.
+    noisyDramActive: 0.8,
+    noisyFbUsedRatio: 0.95,
+    noisyMemoryShare: 0.6,
+    // Share (0..1) of the agent's API-server lookups that fail (any result but ok and not_found) within
+    // windows.rate for GpuscopeKubernetesApiFailing (which also fires while gpuscope_k8s_api_up is 0).
+    k8sApiFailureRatio: 0.5,
   },
 
   // Event classes of gpuscope_events_total (README.md, "Events") the event alerts count, and the event
@@ -129,6 +145,13 @@
     // The shipping alert's duration is its window (windows.eventShipping); this only debounces it.
     eventShipping: '0m',
     eventsLost: '0m',
+    podAllocatedIdle: '30m',
+    // The pending age is in the expression (thresholds.podPendingMinutes); this only debounces it.
+    podPending: '1m',
+    namespaceQuota: '15m',
+    noisyNeighbour: '10m',
+    podResourcesDown: '5m',
+    apiServerFailing: '10m',
   },
 
   // Range windows of rates and increases.
@@ -154,6 +177,34 @@
     // A sink retrying (backoff > 0) throughout this window, or without a delivery for this long while
     // records wait in the queue, is failing; an agent younger than this is not judged.
     eventShipping: '15m',
+  },
+
+  // Kubernetes (the agent's --kubernetes series, gpuscope_k8s_*, and kube-state-metrics'): which team a
+  // namespace belongs to where its pods carry no team label, and the cost of a GPU-hour per GPU model.
+  kubernetes: {
+    // The pod label that names a team: gpuscope_k8s_pod_info's (the agent's --kubernetes.pod-labels) and
+    // kube_pod_labels' (kube-state-metrics' --metric-labels-allowlist=pods=[team]) label_<name>.
+    teamLabel: 'label_team',
+    // namespace -> team, for pods without the team label (and for a namespace's quota alert, before its
+    // pods' labels). Example entries; a site lists its own (an override replaces this object key by key).
+    namespaceTeams: {
+      'kube-system': 'infra',
+      'gpu-operator': 'infra',
+    },
+    // The team of a pod whose label and namespace name none.
+    defaultTeam: 'ml-platform',
+    // Cost of one whole GPU for one hour, per modelName (the GPU's NVML name, as in gpuscope_gpu_info),
+    // in costCurrency, like a dim_gpu_sku_cost table; models not listed cost defaultCostPerGpuHour.
+    // Illustrative figures: a site sets its own (amortised purchase, power and hosting, or its cloud
+    // price). Idle GPU-hours are priced with it; MIG instances are not priced (a share of a GPU).
+    costCurrency: 'USD',
+    costPerGpuHour: {
+      'NVIDIA H200': 4.5,
+      'NVIDIA H100 80GB HBM3': 4.0,
+      'NVIDIA A100-SXM4-80GB': 2.0,
+      'NVIDIA A100-SXM4-40GB': 1.6,
+    },
+    defaultCostPerGpuHour: 2.0,
   },
 
   // Evaluation interval of the recording-rule groups.

@@ -1,7 +1,8 @@
 // The gpuscope Grafana dashboards: one JSON file per dashboard, written with
 //   jsonnet -m generated/dashboards deploy/mixin/dashboards.jsonnet
 // (generate.sh does it). The L1..L5 hierarchy of the deep dive (fleet, cluster, node, job, GPU) and the
-// five views of the stack document (GPU cluster, network and storage, training, security, Slurm jobs).
+// five views of the stack document (GPU cluster, network and storage, training, security, Slurm jobs),
+// and the Kubernetes view.
 // `overrides` is deep-merged over config.libsonnet (see README.md).
 function(overrides={})
   local cfg = std.mergePatch(import 'config.libsonnet', overrides);
@@ -17,5 +18,6 @@ function(overrides={})
     (import 'dashboards/training.libsonnet')(c),
     (import 'dashboards/security.libsonnet')(c),
     (import 'dashboards/slurm_jobs.libsonnet')(c),
+    (import 'dashboards/kubernetes.libsonnet')(c),
   ];
   { [b.uid + '.json']: b for b in boards }

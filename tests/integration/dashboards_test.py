@@ -7,7 +7,9 @@ must return data over the run, as Grafana's range queries do (annotations and "i
 and so must every query of NVIDIA's dcgm-exporter dashboard (Grafana id 12239,
 tests/fixtures/dcgm-dashboard-12239/queries.txt): the drop-in claim. Queries that cannot have data here
 are listed in NO_DATA_HERE, each with its reason. Without root or the Slurm packages, the queries of
-Slurm metrics are skipped.
+Slurm metrics are skipped; without a Kubernetes node in the fleet (fleet.kubelets: the pod-resources peer
+serving an agent run with --kubernetes, and kube-state-metrics' series), so are the Kubernetes views'
+(KUBERNETES_ONLY).
 
 The rules are the committed ones (deploy/mixin/generated/prometheus): the dashboards read recording rules
 by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
@@ -45,6 +47,10 @@ DCGM_QUERIES = os.path.join(fleet.ROOT, "tests", "fixtures", "dcgm-dashboard-122
 NODES = tuple(dataclasses.replace(n, speed=5 if n.scenario == "h100-faults.yaml" else 30) for n in fleet.DEMO_NODES)
 # Metrics only the slurm collector (one agent per cluster, talking to slurmctld) or its recording rules make.
 SLURM_ONLY = ("gpuscope_slurm_", ":slurm_")
+# Series only an agent with --kubernetes (on a node whose pods the kubelet's pod-resources API serves) and
+# kube-state-metrics make, or the mixin's Kubernetes rules record from them (lib/kubernetes_rules.libsonnet).
+KUBERNETES_ONLY = ("gpuscope_k8s_", "kube_", "namespace_pod", "namespace:", "team:", "namespace_model:",
+                   "node_resource:", "cluster_resource:", "node:kube_", "gpu_pod:", 'pod!=""')
 
 # (dashboard title, panel title [refId]) -> why the query has no data on this fleet.
 NO_DATA_HERE = {
@@ -119,10 +125,17 @@ class DashboardQueriesReturnData(unittest.TestCase):
             cls.slurm.stop()
 
     @classmethod
+    def kubernetes(cls):
+        """Whether the fleet runs a Kubernetes node (its kubelet's pod-resources API and kube-state-metrics)."""
+        return bool(getattr(cls.fleet, "kubelets", None))
+
+    @classmethod
     def expected(cls):
-        """The queries that must have data here: not allowlisted, and not Slurm's without a Slurm."""
+        """The queries that must have data here: not allowlisted, not Slurm's without a Slurm, and not the
+        Kubernetes views' without a Kubernetes node."""
         return [(d, p, e) for d, p, e in cls.queries
-                if (d, p) not in NO_DATA_HERE and (cls.slurm or not any(m in e for m in SLURM_ONLY))]
+                if (d, p) not in NO_DATA_HERE and (cls.slurm or not any(m in e for m in SLURM_ONLY))
+                and (cls.kubernetes() or not any(m in e for m in KUBERNETES_ONLY))]
 
     @classmethod
     def has_data(cls, expr):

@@ -34,6 +34,12 @@ std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
     sxid: '0s',
     eventShipping: '0s',
     eventsLost: '0s',
+    podAllocatedIdle: '10s',
+    podPending: '0s',
+    namespaceQuota: '10s',
+    noisyNeighbour: '10s',
+    podResourcesDown: '5s',
+    apiServerFailing: '10s',
   },
   windows: {
     rate: '15s',

@@ -29,6 +29,7 @@ function(cfg) {
     training: 'gpuscope-training',
     security: 'gpuscope-security',
     slurm: 'gpuscope-slurm-jobs',
+    kubernetes: 'gpuscope-kubernetes',
   },
 
   // Template variables. The Slurm collector's series carry no Hostname: they are filtered on the cluster
@@ -55,6 +56,13 @@ function(cfg) {
                            'GPU',
                            'label_values(gpuscope_gpu_up{%s, %s=~"$cluster", %s=~"$node"}, gpu)' % [cfg.selectors.gpuscope, cluster, node]),
     singleGpu: self.gpu { multi: false, includeAll: false, current: {} },
+    // Kubernetes: the namespaces and teams of the GPU pods (recorded, lib/kubernetes_rules.libsonnet).
+    namespace: lib.queryVariable('namespace',
+                                 'Namespace',
+                                 'label_values(namespace_pod:gpu_pod_team:info{%s=~"$cluster"}, namespace)' % cluster),
+    team: lib.queryVariable('team',
+                            'Team',
+                            'label_values(namespace_pod:gpu_pod_team:info{%s=~"$cluster", namespace=~"$namespace"}, team)' % cluster),
     uuid: lib.queryVariable('uuid',
                             'GPU UUID',
                             'label_values(gpuscope_gpu_up{%s, %s=~"$cluster", %s=~"$node", gpu=~"$gpu"}, UUID)' % [cfg.selectors.gpuscope, cluster, node]),
@@ -76,6 +84,10 @@ function(cfg) {
     aggNode: self.agg + ', %s=~"$node"' % node,
     aggAccount: self.agg + ', account=~"$account"',
     aggOwner: self.aggAccount + ', user=~"$user"',
+    // Kubernetes: recorded rows per namespace, per team, and per pod (which carry both).
+    aggNamespace: self.agg + ', namespace=~"$namespace"',
+    aggTeam: self.agg + ', team=~"$team"',
+    aggPod: self.aggNamespace + ', team=~"$team"',
   },
 
   clusterLabel:: cluster,
@@ -103,7 +115,25 @@ function(cfg) {
     nvlinkErrors: 'gpuscope:nvlink_errors:rate_%s' % cfg.windows.rate,
     partitionAllocated: 'partition:slurm_gpu_allocated:ratio',
     clusterSlurmAllocated: 'cluster:slurm_gpu_allocated:ratio',
+    // Kubernetes (lib/kubernetes_rules.libsonnet): per namespace or team (level), per pod, per node.
+    podTeam: 'namespace_pod:gpu_pod_team:info',
+    k8sUtil(level): '%s:gpu_utilisation:avg' % level,
+    k8sRequestedUtil(level): '%s:gpu_requested_utilisation:ratio' % level,
+    k8sDevices(level): '%s:gpu_devices:count' % level,
+    k8sRequested(level): '%s:gpus_requested:sum' % level,
+    k8sPending(level): '%s:gpu_pods_pending:count' % level,
+    k8sPendingGpus(level): '%s:gpus_pending:sum' % level,
+    k8sPendingAge(level): '%s:gpu_pod_pending_age_seconds:max' % level,
+    idleCost(level): '%s:gpu_allocated_idle_cost:sum_%s' % [level, cfg.windows.idleHours],
+    podPendingAge: 'namespace_pod:gpu_pod_pending_age:seconds',
+    podPendingGpus: 'namespace_pod:gpus_requested_pending:sum',
+    nodeK8s(name): 'node_resource:k8s_%s:sum' % name,
+    clusterK8s(name): 'cluster_resource:k8s_%s:sum' % name,
+    nodeKube(name): 'node:kube_%s:sum' % name,
+    sharedGpuPods: 'gpu_pod:k8s_gpu_shared:info',
   },
+  // Grafana's unit for the cost table's currency (config kubernetes.costCurrency).
+  costUnit:: { USD: 'currencyUSD', EUR: 'currencyEUR', GBP: 'currencyGBP', JPY: 'currencyJPY' }[cfg.kubernetes.costCurrency],
   idleHoursWindow:: cfg.windows.idleHours,
   energyWindow:: cfg.windows.energy,
 
@@ -141,8 +171,9 @@ function(cfg) {
     training: { title: 'Training', uid: $.uids.training, vars: ['cluster', 'account', 'user', 'job'] },
     security: { title: 'Security', uid: $.uids.security, vars: ['cluster', 'node'] },
     slurm: { title: 'Slurm jobs', uid: $.uids.slurm, vars: ['cluster', 'account', 'user'] },
+    kubernetes: { title: 'Kubernetes', uid: $.uids.kubernetes, vars: ['cluster', 'namespace', 'team'] },
     levels: [self.l1, self.l2, self.l3, self.l4, self.l5],
-    stack: [self.gpuCluster, self.network, self.training, self.security, self.slurm],
+    stack: [self.gpuCluster, self.network, self.training, self.security, self.slurm, self.kubernetes],
   },
 
   // Data-link URLs of table cells: a cell's value becomes the next level's variable.
@@ -172,6 +203,60 @@ function(cfg) {
     lib.dashboard(uid, title, description, tags, variables, panels, links, annotations, $.dash.timeFrom) {
       refresh: $.dash.refresh,
     },
+
+  // The workload holding a GPU: a Slurm job (hpc_job, linking to its L4 view) or a Kubernetes pod
+  // (namespace and pod, linking to the Kubernetes view of its namespace). The panels below mean the same
+  // for both, so the Slurm and Kubernetes views build them from one of these.
+  workloads:: {
+    job: {
+      title: 'Job',
+      labels: [hpcJob],
+      held: '%s!=""' % hpcJob,
+      legend: '{{%s}}' % hpcJob,
+      columnLinks: { [hpcJob]: $.cellLink($.uids.l4, 'job') },
+      seriesLinks: [{ title: 'L4 job view', url: $.seriesLink($.uids.l4, 'job', hpcJob) }],
+      what: 'the job',
+      click: 'its L4 view',
+    },
+    pod: {
+      title: 'Pod',
+      labels: ['namespace', 'pod'],
+      held: 'pod!=""',
+      legend: '{{namespace}}/{{pod}}',
+      columnLinks: { namespace: $.cellLink($.uids.kubernetes, 'namespace') },
+      seriesLinks: [{ title: 'Kubernetes view of the namespace', url: $.seriesLink($.uids.kubernetes, 'namespace', 'namespace') }],
+      what: 'the pod (a GPU shared by time-slicing or MPS shows each pod)',
+      click: 'the Kubernetes view of its namespace',
+    },
+  },
+
+  panels:: {
+    // Each GPU of the selection with the workload holding it: up, utilisation, temperature, power,
+    // memory. `by`: labels kept besides the GPU's and the workload's (e.g. the node when several show).
+    gpusWithWorkload(title, selector, workload, by=[], h=9)::
+      local keep = std.join(', ', by + ['gpu', 'UUID', 'modelName'] + workload.labels);
+      lib.table(title,
+                [
+                  lib.target('max by (%s) (gpuscope_gpu_up{%s})' % [keep, selector]),
+                  lib.target('max by (%s) (%s)' % [keep, $.util(selector)]),
+                  lib.target('max by (%s) (DCGM_FI_DEV_GPU_TEMP{%s})' % [keep, selector]),
+                  lib.target('max by (%s) (DCGM_FI_DEV_POWER_USAGE{%s})' % [keep, selector]),
+                  lib.target('max by (%s) (DCGM_FI_DEV_FB_USED{%s, GPU_I_ID=""})' % [keep, selector]),
+                ],
+                renames={ 'Value #A': 'Up', 'Value #B': 'Utilisation', 'Value #C': 'Temperature', 'Value #D': 'Power', 'Value #E': 'Memory used' },
+                units={ Utilisation: 'percentunit', Temperature: 'celsius', Power: 'watt', 'Memory used': 'decmbytes' },
+                columnLinks={ gpu: $.cellLink($.uids.l5, 'gpu', ['cluster', 'node']) } + workload.columnLinks,
+                h=h,
+                description='Click a GPU for its L5 view, a %s for %s.' % [std.asciiLower(workload.title), workload.click]),
+
+    // The workload holding one GPU (a stat; several when the GPU is shared).
+    workloadOfGpu(selector, workload, w=3)::
+      lib.stat(workload.title,
+               [lib.target('count by (%s) (gpuscope_gpu_up{%s, %s})' % [std.join(', ', workload.labels), selector, workload.held], workload.legend)],
+               w=w,
+               links=workload.seriesLinks,
+               description='The %s that holds the GPU; click for %s.' % [workload.what, workload.click]),
+  },
 
   // Annotations shared by the views that show GPU health: each XID, each double-bit ECC error, each
   // node drain.

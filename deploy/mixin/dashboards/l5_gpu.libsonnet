@@ -26,11 +26,8 @@ function(c)
                thresholds=[[1, 'orange']],
                w=3),
       lib.stat('Row remap pending', [lib.target('max(DCGM_FI_DEV_ROW_REMAP_PENDING{%s})' % s)], thresholds=[[1, 'orange']], w=3),
-      lib.stat('Job',
-               [lib.target('count by (%s) (gpuscope_gpu_up{%s, %s!=""})' % [c.jobLabel, s, c.jobLabel], '{{%s}}' % c.jobLabel)],
-               w=3,
-               links=[{ title: 'L4 job view', url: c.seriesLink(c.uids.l4, 'job', c.jobLabel) }],
-               description='The job that holds the GPU; click for its L4 view.'),
+      c.panels.workloadOfGpu(s, c.workloads.job),
+      c.panels.workloadOfGpu(s, c.workloads.pod),
 
       lib.row('Activity'),
       lib.timeseries('Activity', [

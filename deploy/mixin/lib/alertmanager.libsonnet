@@ -1,4 +1,5 @@
-// Alertmanager configuration: routes by team, then severity (jobs' owners get their own route),
+// Alertmanager configuration: routes by team, then severity (jobs' owners and namespaces' teams get
+// their own routes),
 // webhook receivers, and the inhibitions:
 //  - no utilisation alerts on draining or drained nodes (GpuNodeDraining, by node);
 //  - no utilisation or event-path alerts while the node's agent is down (GpuscopeAgentDown, by instance);
@@ -15,7 +16,7 @@ function(cfg)
     { receiver: prefix + '-ticket', matchers: ['severity="ticket"'], repeat_interval: am.repeatInterval.ticket },
     { receiver: 'info', matchers: ['severity="info"'], repeat_interval: am.repeatInterval.info },
   ];
-  local receivers = ['infra-page', 'infra-ticket', 'ml-platform-page', 'ml-platform-ticket', 'job-owner', 'service-page', 'service-ticket', 'info'];
+  local receivers = ['infra-page', 'infra-ticket', 'ml-platform-page', 'ml-platform-ticket', 'job-owner', 'namespace-team', 'service-page', 'service-ticket', 'info'];
   {
     global: { resolve_timeout: am.resolveTimeout },
     route: {
@@ -42,6 +43,14 @@ function(cfg)
               repeat_interval: am.repeatInterval.ticket,
             },
           ] + bySeverity('ml-platform'),
+        },
+        {
+          // Alerts about a namespace's pods or quota (label tenant: the namespace) go to the namespace's
+          // team (the webhook maps team to its people), one group per team and namespace.
+          receiver: 'namespace-team',
+          matchers: ['tenant=~".+"', 'severity=~"page|ticket"', 'team!~"%s|%s"' % [cfg.teams.infra, cfg.teams.mlPlatform]],
+          group_by: am.groupBy + ['team', 'tenant'],
+          repeat_interval: am.repeatInterval.ticket,
         },
         {
           // Every other team is an owning service (inference SLOs): one group per team.

@@ -1,6 +1,7 @@
 // Recording rules: per-GPU utilisation (SM active where the GPU reports it, else GPU utilisation), its
 // attribution to jobs, users, accounts and partitions, allocation and its efficiency, idle allocated
-// GPU-hours, power and energy, throttling and NVLink error rates. Dashboards read these, so they stay
+// GPU-hours, power and energy, throttling and NVLink error rates, and the Kubernetes views per GPU pod,
+// namespace, team and node (kubernetes_rules.libsonnet). Dashboards read these, so they stay
 // fast on large fleets; the alerts read some of them.
 local util = import 'util.libsonnet';
 
@@ -23,6 +24,7 @@ function(cfg)
       intervalSeconds,
     ],
   };
+  local kubernetesRules = (import 'kubernetes_rules.libsonnet')(cfg);
   [
     {
       name: 'gpuscope.gpu.rules',
@@ -246,5 +248,13 @@ function(cfg)
           },
         },
       ],
+    },
+    {
+      // Kubernetes (the agent's --kubernetes series and kube-state-metrics'): per GPU pod first (its team,
+      // utilisation, devices, requests, idle GPUs, pending age), then per namespace and per team from
+      // those rows, so that no join reads more series than there are GPU pods.
+      name: 'gpuscope.kubernetes.rules',
+      interval: '%ds' % intervalSeconds,
+      rules: kubernetesRules,
     },
   ]

@@ -42,6 +42,10 @@ TEAMS = {"infra", "ml-platform"}
 # The one team label that is not a fixed team: the owning service (the series' team label, else the
 # config's default).
 SERVICE_TEAM = re.compile(r"^\{\{ with \$labels\.team \}\}\{\{ \. \}\}\{\{ else \}\}[a-z0-9-]+\{\{ end \}\}$")
+# Alerts about a namespace's pods or quota: the team their expression computes (the pod's or namespace's
+# team, never empty), with tenant naming the namespace.
+NAMESPACE_TEAM = "{{ $labels.team }}"
+TENANT = "{{ $labels.namespace }}"
 
 
 def read_yaml(path):
@@ -105,8 +109,12 @@ def check_metadata():
         if labels.get("severity") not in SEVERITIES:
             problems.append(f"{name}: severity {labels.get('severity')!r} is not one of {sorted(SEVERITIES)}")
         team = labels.get("team", "")
-        if team not in TEAMS and not SERVICE_TEAM.match(team):
-            problems.append(f"{name}: team {team!r} is neither {sorted(TEAMS)} nor the owning service")
+        if team == NAMESPACE_TEAM:
+            if labels.get("tenant") != TENANT:
+                problems.append(f"{name}: a namespace's team without tenant {TENANT!r}")
+        elif team not in TEAMS and not SERVICE_TEAM.match(team):
+            problems.append(f"{name}: team {team!r} is neither {sorted(TEAMS)}, the owning service nor a "
+                            "namespace's team")
         for key in ("category", "scope"):
             if not labels.get(key):
                 problems.append(f"{name}: no {key} label")
@@ -171,6 +179,11 @@ ROUTE_CASES = [
     ({"team": "chat", "severity": "ticket"}, "service-ticket"),
     ({"team": "chat", "severity": "info"}, "info"),
     ({"severity": "page"}, "service-page"),  # no team label at all: treated as an unnamed service
+    ({"team": "research", "tenant": "research-ns", "severity": "ticket"}, "namespace-team"),
+    ({"team": "research", "tenant": "research-ns", "severity": "page"}, "namespace-team"),
+    ({"team": "research", "tenant": "research-ns", "severity": "info"}, "info"),
+    ({"team": "ml-platform", "tenant": "default", "severity": "ticket"}, "ml-platform-ticket"),
+    ({"team": "infra", "tenant": "kube-system", "severity": "ticket"}, "infra-ticket"),
 ]
 
 
@@ -182,6 +195,8 @@ def expected_receiver(labels):
         return f"infra-{severity}"
     if team == "ml-platform":
         return "job-owner" if labels.get("owner") else f"ml-platform-{severity}"
+    if labels.get("tenant"):
+        return "namespace-team"
     return f"service-{severity}"
 
 
@@ -203,6 +218,11 @@ def check_routes():
         if "owner" in rule["labels"]:
             with_owner = dict(labels, owner="alice")
             cases.append((with_owner, expected_receiver(with_owner)))
+        if rule["labels"].get("tenant") == TENANT:
+            # A namespace's team: one of its own, or a fixed team the namespace maps to.
+            for team in ("research", "infra", "ml-platform"):
+                tenant = dict(labels, team=team, tenant="research-ns")
+                cases.append((tenant, expected_receiver(tenant)))
     for labels, receiver in cases:
         got = amtool_receivers(labels)
         if got != receiver:
@@ -212,7 +232,7 @@ def check_routes():
 
 INHIBITORS = {"GpuNodeDraining", "GpuscopeAgentDown", "GpuNodeGpusMissing"}
 # Posted with the inhibitors, first: node-level pages/tickets that must hold nothing back (the event alerts).
-NOT_INHIBITORS = {"GpuNvswitchFatalError", "GpuNodeOomKills"}
+NOT_INHIBITORS = {"GpuNvswitchFatalError", "GpuNodeOomKills", "GpuscopeKubeletPodResourcesDown"}
 
 
 def check_inhibitions():
@@ -248,6 +268,13 @@ def check_inhibitions():
         (alert("GpuNvswitchFatalError", **n4), False),
         (alert("GpuNodeOomKills", **{"class": "oom"}, **n4), False),
         (alert("GpuTemperatureHigh", **n4, **gpu0), False),
+        # Nor does the kubelet's pod-resources source failing on n4 (its GPUs are still watched); a pod's
+        # idle GPU reaches its namespace's team there, and is held back on n2 whose agent is down.
+        (alert("GpuscopeKubeletPodResourcesDown", **n4), False),
+        (alert("GpuPodAllocatedIdle", namespace="research-ns", pod="nb-0", tenant="research-ns", team="research",
+               **n4, **gpu0), False),
+        (alert("GpuPodAllocatedIdle", namespace="research-ns", pod="nb-1", tenant="research-ns", team="research",
+               **n2, **gpu0), True),
         (alert("GpuscopeEventsLost", stage="kmsg", **n1), False),
         # n3 lost GPUs (node-level page): its GPU-level alerts are held back; n1's are not.
         (alert("GpuNodeGpusMissing", **n3), False),

@@ -20,8 +20,8 @@ import unittest_main  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIXIN = os.path.dirname(HERE)
 CHECK = os.path.join(HERE, "check_mixin.py")
-RECEIVERS = ("infra-page", "infra-ticket", "ml-platform-page", "ml-platform-ticket", "job-owner", "service-page",
-             "service-ticket", "info")
+RECEIVERS = ("infra-page", "infra-ticket", "ml-platform-page", "ml-platform-ticket", "job-owner", "namespace-team",
+             "service-page", "service-ticket", "info")
 # What a site sets (README's example): its alert bridge, its Git web view of docs/runbooks, its Prometheus.
 SITE = {
     "runbookUrlBase": "https://git.example.org/gpuscope/-/blob/main/docs/runbooks/",
@@ -60,7 +60,7 @@ class SiteCheck(unittest.TestCase):
     def test_the_committed_files_are_refused_until_a_site_sets_its_urls(self):
         rc, output = run_check()
         self.assertEqual(rc, 1, output)
-        self.assertIn("runbook_url of 31 alert(s)", output)
+        self.assertIn("runbook_url of 37 alert(s)", output)
         self.assertIn("is a placeholder (.invalid never resolves): set runbookUrlBase", output)
         for receiver in RECEIVERS:
             self.assertIn(f"receiver {receiver}: https://alert-receiver.example.invalid/gpuscope/{receiver} is a "

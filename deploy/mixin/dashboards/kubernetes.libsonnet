@@ -1,0 +1,211 @@
+// Kubernetes GPUs (issue 13): per namespace and per team, GPU utilisation, allocation efficiency against
+// the GPUs the pods request (kube-state-metrics), idle allocated GPU-hours and their cost per GPU model,
+// pending GPU pods and their age; per node, GPUs allocatable, allocated, free, idle and in use; the GPUs
+// shared by several pods; each GPU with the pod holding it (the same table as L3's with jobs). Reads the
+// recorded series of lib/kubernetes_rules.libsonnet, so that it stays fast on large clusters.
+local lib = import 'lib.libsonnet';
+
+function(c)
+  local r = c.rec;
+  local agg = c.sel.agg;
+  local ns = c.sel.aggNamespace;
+  local team = c.sel.aggTeam;
+  local pod = c.sel.aggPod;
+  local window = c.idleHoursWindow;
+  local nodes = agg + ', %s=~"$node"' % c.nodeLabel;
+  local gpus = c.sel.node + ', namespace=~"$namespace"';
+  // The scoreboard of a level (namespace or team): one row each.
+  local scoreboard(level, selector) = lib.table(
+    if level == 'namespace' then 'Namespaces' else 'Teams',
+    [
+      lib.target('%s{%s}' % [r.k8sUtil(level), selector]),
+      lib.target('%s{%s}' % [r.efficiency(level), selector]),
+      lib.target('%s{%s}' % [r.k8sRequestedUtil(level), selector]),
+      lib.target('%s{%s}' % [r.k8sRequested(level), selector]),
+      lib.target('%s{%s}' % [r.k8sDevices(level), selector]),
+      lib.target('%s{%s}' % [r.idleHours(level), selector]),
+      lib.target('%s{%s}' % [r.idleCost(level), selector]),
+    ],
+    hide=['Time', '__name__'],
+    renames={
+      'Value #A': 'Mean utilisation',
+      'Value #B': 'Efficiency',
+      'Value #C': 'Used / requested',
+      'Value #D': 'GPUs requested',
+      'Value #E': 'Devices held',
+      'Value #F': 'Idle GPU-hours (%s)' % window,
+      'Value #G': 'Idle cost (%s)' % window,
+    },
+    units={
+      'Mean utilisation': 'percentunit',
+      Efficiency: 'percentunit',
+      'Used / requested': 'percentunit',
+      ['Idle cost (%s)' % window]: c.costUnit,
+    },
+    columnLinks=if level == 'namespace' then { namespace: c.cellLink(c.uids.kubernetes, 'namespace') } else { team: c.cellLink(c.uids.kubernetes, 'team') },
+    description='Mean utilisation: over the devices the pods hold (SM active where available, else GPU utilisation; a MIG instance counts as one device). Efficiency: devices at or above the idle threshold over the GPUs the running pods request. Used / requested: utilisation summed over the devices, over the GPUs requested. Idle cost: idle whole GPUs priced per GPU model (config kubernetes.costPerGpuHour).',
+    w=12,
+  );
+  c.dashboard(
+    c.uids.kubernetes,
+    'gpuscope / Kubernetes',
+    'Kubernetes GPUs per namespace and team: utilisation, allocation efficiency, idle GPU-hours and cost, pending GPU pods, node allocatable/allocated/free, shared GPUs, the pod holding each GPU.',
+    ['kubernetes'],
+    [c.variables.cluster, c.variables.namespace, c.variables.team, c.variables.node],
+    [
+      lib.row('Now'),
+      lib.stat('GPUs allocatable', [lib.target('sum(%s{%s})' % [r.clusterK8s('gpus_allocatable'), agg])]),
+      lib.stat('GPUs allocated', [lib.target('sum(%s{%s})' % [r.clusterK8s('gpus_allocated'), agg])]),
+      lib.stat('GPUs free', [lib.target('sum(%s{%s})' % [r.clusterK8s('gpus_free'), agg])], thresholds=[[0, 'orange'], [1, 'green']]),
+      lib.stat('Allocated but idle', [lib.target('sum(%s{%s})' % [r.clusterK8s('gpus_allocated_idle'), agg])], thresholds=[[1, 'orange']]),
+      lib.stat('GPU pods pending', [lib.target('sum(%s{%s}) or vector(0)' % [r.k8sPending('namespace'), ns])], thresholds=[[1, 'orange']]),
+      lib.stat('Idle cost (last %s)' % window,
+               [lib.target('sum(%s{%s})' % [r.idleCost('namespace'), ns])],
+               unit=c.costUnit,
+               thresholds=[[1, 'orange']],
+               description='Idle allocated whole GPUs of the selected namespaces over the last %s, priced per GPU model.' % window),
+
+      lib.row('Namespaces and teams'),
+      scoreboard('namespace', ns),
+      scoreboard('team', team),
+      lib.timeseries('GPU utilisation by namespace',
+                     [lib.target('%s{%s}' % [r.k8sUtil('namespace'), ns], '{{namespace}}')],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     w=8),
+      lib.timeseries('Allocation efficiency by team',
+                     [lib.target('%s{%s}' % [r.efficiency('team'), team], '{{team}}')],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     w=8,
+                     description='Devices at or above the idle threshold over the GPUs the team\'s running pods request.'),
+      lib.timeseries('GPUs requested and held by namespace',
+                     [
+                       lib.target('%s{%s}' % [r.k8sRequested('namespace'), ns], '{{namespace}} requested'),
+                       lib.target('%s{%s}' % [r.k8sDevices('namespace'), ns], '{{namespace}} held'),
+                     ],
+                     w=8,
+                     description='Requested: nvidia.com/gpu of the running pods (kube-state-metrics). Held: the devices the kubelet assigned them, as the agents see them.'),
+
+      lib.row('Idle GPUs and their cost'),
+      lib.bargauge('Idle allocated GPU-hours by namespace (last %s)' % window,
+                   [lib.target('%s{%s}' % [r.idleHours('namespace'), ns], '{{namespace}}')],
+                   unit='short',
+                   min=0,
+                   max=null,
+                   thresholds=[[1, 'orange'], [8, 'red']],
+                   w=8),
+      lib.bargauge('Idle cost by team (last %s)' % window,
+                   [lib.target('%s{%s}' % [r.idleCost('team'), team], '{{team}}')],
+                   unit=c.costUnit,
+                   min=0,
+                   max=null,
+                   thresholds=[[10, 'orange'], [100, 'red']],
+                   w=8),
+      lib.table('Idle GPU-hours and cost by namespace and GPU model',
+                [
+                  lib.target('namespace_model:gpu_allocated_idle_hours:sum_%s{%s}' % [window, pod]),
+                  lib.target('namespace_model:gpu_allocated_idle_cost:sum_%s{%s}' % [window, pod]),
+                ],
+                hide=['Time', '__name__'],
+                renames={ 'Value #A': 'Idle GPU-hours (%s)' % window, 'Value #B': 'Cost (%s)' % window },
+                units={ ['Cost (%s)' % window]: c.costUnit },
+                w=8),
+
+      lib.row('Pending GPU pods'),
+      lib.table('Pending GPU pods',
+                [
+                  lib.target('%s{%s}' % [r.podPendingAge, pod]),
+                  lib.target('%s{%s}' % [r.podPendingGpus, pod]),
+                ],
+                hide=['Time', '__name__'],
+                renames={ 'Value #A': 'Pending for', 'Value #B': 'GPUs requested' },
+                units={ 'Pending for': 's' },
+                description='Pods that request nvidia.com/gpu and wait in phase Pending (kube-state-metrics), with their age.',
+                w=12),
+      lib.timeseries('Pending GPU pods and their oldest age by namespace',
+                     [
+                       lib.target('%s{%s}' % [r.k8sPending('namespace'), ns], '{{namespace}} pods'),
+                       lib.target('%s{%s} / 60' % [r.k8sPendingAge('namespace'), ns], '{{namespace}} oldest (minutes)'),
+                     ],
+                     w=12),
+
+      lib.row('Nodes'),
+      lib.table('GPU nodes as the kubelets count them (per resource)',
+                [
+                  lib.target('%s{%s}' % [r.nodeK8s('gpus_allocatable'), nodes]),
+                  lib.target('%s{%s}' % [r.nodeK8s('gpus_allocated'), nodes]),
+                  lib.target('%s{%s}' % [r.nodeK8s('gpus_free'), nodes]),
+                  lib.target('%s{%s}' % [r.nodeK8s('gpus_in_use'), nodes]),
+                  lib.target('%s{%s}' % [r.nodeK8s('gpus_allocated_idle'), nodes]),
+                ],
+                hide=['Time', '__name__', 'instance'],
+                renames={ 'Value #A': 'Allocatable', 'Value #B': 'Allocated', 'Value #C': 'Free', 'Value #D': 'In use', 'Value #E': 'Allocated but idle' },
+                columnLinks={ [c.nodeLabel]: c.cellLink(c.uids.l3, 'node') },
+                description="From each node's agent (the kubelet's pod-resources API): devices per resource name, a time-slicing replica counting as one.",
+                w=12),
+      lib.table('GPU nodes as the scheduler counts them',
+                [
+                  lib.target('%s{%s}' % [r.nodeKube('gpus_allocatable'), agg]),
+                  lib.target('%s{%s}' % [r.nodeKube('gpus_requested'), agg]),
+                  lib.target('%s{%s}' % [r.nodeKube('gpus_free'), agg]),
+                ],
+                hide=['Time', '__name__'],
+                renames={ 'Value #A': 'Allocatable', 'Value #B': 'Requested by running pods', 'Value #C': 'Free' },
+                description='From kube-state-metrics: kube_node_status_allocatable and the running pods\' requests of nvidia.com/gpu, every node of the cluster (agents or not).',
+                w=12),
+      lib.timeseries('Cluster GPUs: allocatable, allocated, in use, idle',
+                     [
+                       lib.target('sum by (resource) (%s{%s})' % [r.clusterK8s('gpus_allocatable'), agg], '{{resource}} allocatable'),
+                       lib.target('sum by (resource) (%s{%s})' % [r.clusterK8s('gpus_allocated'), agg], '{{resource}} allocated'),
+                       lib.target('sum by (resource) (%s{%s})' % [r.clusterK8s('gpus_in_use'), agg], '{{resource}} in use'),
+                       lib.target('sum by (resource) (%s{%s})' % [r.clusterK8s('gpus_allocated_idle'), agg], '{{resource}} allocated but idle'),
+                     ],
+                     w=24),
+
+      lib.row('Shared GPUs (time-slicing, MPS)'),
+      lib.table('Shared GPUs and their pods',
+                [lib.target('%s{%s, %s=~"$node"}' % [r.sharedGpuPods, pod, c.nodeLabel])],
+                hide=['Time', 'Value', '__name__', 'instance', 'pci_bus_id'],
+                columnLinks={ gpu: c.cellLink(c.uids.l5, 'gpu', ['cluster', 'node']) },
+                description='Each GPU whose device plugin hands out replicas, with the pods holding one.',
+                w=8),
+      lib.timeseries('Shared GPUs: memory interface and framebuffer',
+                     [
+                       lib.target('max by (%(n)s, gpu) (DCGM_FI_DEV_MEM_COPY_UTIL{%(s)s}) / 100 and on (%(n)s, gpu) group by (%(n)s, gpu) (%(shared)s{%(agg)s})' % {
+                         n: c.nodeLabel,
+                         s: c.sel.node,
+                         shared: r.sharedGpuPods,
+                         agg: agg,
+                       }, '{{%s}} GPU {{gpu}} memory busy' % c.nodeLabel),
+                       lib.target('max by (%(n)s, gpu) (DCGM_FI_DEV_FB_USED{%(s)s, GPU_I_ID=""}) / (max by (%(n)s, gpu) (DCGM_FI_DEV_FB_USED{%(s)s, GPU_I_ID=""}) + max by (%(n)s, gpu) (DCGM_FI_DEV_FB_FREE{%(s)s, GPU_I_ID=""})) and on (%(n)s, gpu) group by (%(n)s, gpu) (%(shared)s{%(agg)s})' % {
+                         n: c.nodeLabel,
+                         s: c.sel.node,
+                         shared: r.sharedGpuPods,
+                         agg: agg,
+                       }, '{{%s}} GPU {{gpu}} framebuffer used' % c.nodeLabel),
+                     ],
+                     unit='percentunit',
+                     min=0,
+                     max=1,
+                     thresholds=[[0.8, 'orange'], [0.95, 'red']],
+                     w=8,
+                     description='Saturation on a shared GPU (memory interface busy, framebuffer nearly full) is when one pod starves the others: GpuSharedNoisyNeighbour.'),
+      lib.timeseries('Shared GPUs: framebuffer per pod',
+                     [lib.target('sum by (%(n)s, gpu, namespace, pod) (gpuscope_gpu_process_memory_bytes{%(s)s, pod!=""}) and on (%(n)s, gpu, namespace, pod) %(shared)s{%(agg)s}' % {
+                       n: c.nodeLabel,
+                       s: gpus,
+                       shared: r.sharedGpuPods,
+                       agg: agg,
+                     }, '{{%s}} GPU {{gpu}} {{namespace}}/{{pod}}' % c.nodeLabel)],
+                     unit='bytes',
+                     stack=true,
+                     w=8,
+                     description="The memory of each pod's processes on a shared GPU: the pod holding most of it while the GPU is saturated is the noisy neighbour."),
+
+      lib.row('GPUs and the pods holding them'),
+      c.panels.gpusWithWorkload('GPUs and their pods', gpus + ', pod!=""', c.workloads.pod, by=[c.nodeLabel], h=10),
+    ],
+  )
