@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include "src/agent/events.h"
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
+#include "src/attribution/kubernetes/kubelet_pod_source.h"
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
 #include "src/attribution/sources_collector.h"
@@ -37,8 +39,11 @@ int PrintMetricsDocs(const AgentConfig& config) {
   }
   MappingDirSource mapping("/nonexistent", &node.jobs());
   SlurmJobSource slurm(SlurmJobSourceOptions{}, &node.jobs());
-  docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
-                  AttributionSourcesCollector(&mapping, &slurm).Describe()});
+  KubeletPodSource kubelet(KubeletPodSourceOptions{}, &node.pods());
+  docs.push_back({"attribution",
+                  "The JobTable's and PodTable's sources: mapping-file watcher, Slurm queries, the kubelet's "
+                  "pod-resources API (--kubernetes)",
+                  AttributionSourcesCollector(&mapping, &slurm, &kubelet).Describe()});
   docs.push_back({"events", EventPath::Help(), EventPath::Describe()});
   docs.push_back({"scheduler", "Self-metrics the scheduler emits for every collector",
                   Scheduler::SelfMetricDescriptions()});
@@ -61,12 +66,23 @@ NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
   return options;
 }
 
-// The JobTable's long-running sources; either may be absent.
+// The Kubernetes node this agent runs on: --kubernetes.node-name, else $NODE_NAME (the DaemonSet sets it
+// from the downward API), else the host name.
+std::string KubernetesNodeName(const AgentConfig& config) {
+  if (!config.kubernetes_node_name.empty()) return config.kubernetes_node_name;
+  if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
+  char buffer[256] = {};
+  return gethostname(buffer, sizeof(buffer) - 1) == 0 ? std::string(buffer) : std::string();
+}
+
+// The JobTable's and PodTable's long-running sources; any may be absent.
 struct AttributionSources {
   std::unique_ptr<MappingDirSource> mapping;
   std::unique_ptr<SlurmJobSource> slurm;
+  std::unique_ptr<KubeletPodSource> kubelet;
 
   void Stop() {
+    if (kubelet) kubelet->Stop();
     if (slurm) slurm->Stop();
     if (mapping) mapping->Stop();
   }
@@ -100,6 +116,20 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
     sources.slurm = std::make_unique<SlurmJobSource>(options, &node.jobs());
     sources.slurm->Start();
   }
+  if (config.kubernetes) {
+    KubeletPodSourceOptions options;
+    options.socket_path = config.kubernetes_pod_resources_socket;
+    options.interval = config.collectors.at("gpu").interval;  // pod labels follow within one cycle
+    options.gpus = &node.gpus();
+    sources.kubelet = std::make_unique<KubeletPodSource>(options, &node.pods());
+    if (config.once) {
+      sources.kubelet->QueryOnce();  // --once: the pods as the kubelet has them now, before both cycles
+    } else {
+      sources.kubelet->Start();
+    }
+    Log(LogLevel::kInfo, "kubernetes: pod-resources source started",
+        {{"socket", options.socket_path}, {"node", KubernetesNodeName(config)}});
+  }
   return sources;
 }
 
@@ -108,10 +138,10 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
 // collector's hung ranks.
 void AddCollectors(const AgentConfig& config, NodeState& node, PostedEvents& training_events,
                    const AttributionSources& attribution, SpanExporter* spans, Scheduler& scheduler) {
-  if (attribution.mapping || attribution.slurm) {
-    scheduler.Add(
-        std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
-        std::chrono::seconds(5));
+  if (attribution.mapping || attribution.slurm || attribution.kubelet) {
+    scheduler.Add(std::make_unique<AttributionSourcesCollector>(
+                      attribution.mapping.get(), attribution.slurm.get(), attribution.kubelet.get()),
+                  std::chrono::seconds(5));
   }
   CollectorContext context{&node, spans, &training_events};
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {

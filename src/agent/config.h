@@ -74,6 +74,11 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_interval{30000};
   std::chrono::milliseconds slurm_timeout{5000};
 
+  // kubernetes: pod attribution from the kubelet (off by default)
+  bool kubernetes = false;  // the pod-resources source, pod labels on GPU series, gpuscope_k8s_* series
+  std::string kubernetes_pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string kubernetes_node_name;  // empty: $NODE_NAME, else the hostname
+
   // slurm scheduler collector (off by default: one node per cluster runs it)
   std::string slurm_bin_dir;  // where squeue/sinfo/sdiag/sshare are; empty: PATH
   std::chrono::milliseconds slurm_command_timeout{15000};

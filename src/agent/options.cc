@@ -178,6 +178,21 @@ constexpr OptionSpec kOptions[] = {
      .field = &AgentConfig::slurm_timeout,
      .help = "Hard limit for one scontrol run."},
 
+    {.yaml = "kubernetes.enabled",
+     .flag = "kubernetes",
+     .field = &AgentConfig::kubernetes,
+     .help = "Ask the kubelet's pod-resources API which pod holds which GPU: namespace, pod and container "
+             "on every GPU series, and the gpuscope_k8s_* series."},
+    {.yaml = "kubernetes.pod_resources_socket",
+     .flag = "kubernetes.pod-resources-socket",
+     .field = &AgentConfig::kubernetes_pod_resources_socket,
+     .help = "The kubelet's pod-resources socket (gRPC), mounted from the host."},
+    {.yaml = "kubernetes.node_name",
+     .flag = "kubernetes.node-name",
+     .field = &AgentConfig::kubernetes_node_name,
+     .help = "The Kubernetes node this agent runs on (the DaemonSet sets NODE_NAME from the downward API).",
+     .default_text = "$NODE_NAME, else this host's name"},
+
     {.yaml = "slurm.bin_dir",
      .flag = "slurm.bin-dir",
      .field = &AgentConfig::slurm_bin_dir,
