@@ -173,11 +173,13 @@ PodsByKey PodsByGpuKey(const PodTable::View& pods, const GpuDirectory& gpus) {
     if (key) out[*key].push_back(&a);
   }
   auto same_container = [](const PodDeviceAllocation* a, const PodDeviceAllocation* b) {
-    return std::tie(a->namespace_name, a->pod, a->container) == std::tie(b->namespace_name, b->pod, b->container);
+    return std::tie(a->namespace_name, a->pod, a->container) ==
+           std::tie(b->namespace_name, b->pod, b->container);
   };
   for (auto& [key, holders] : out) {
     std::sort(holders.begin(), holders.end(), [](const PodDeviceAllocation* a, const PodDeviceAllocation* b) {
-      return std::tie(a->namespace_name, a->pod, a->container) < std::tie(b->namespace_name, b->pod, b->container);
+      return std::tie(a->namespace_name, a->pod, a->container) <
+             std::tie(b->namespace_name, b->pod, b->container);
     });
     holders.erase(std::unique(holders.begin(), holders.end(), same_container), holders.end());
   }
@@ -211,12 +213,12 @@ struct HolderLabels {
 
   const Labels& On(LabelSetCache& cache, const Labels& base, const Holder& h) const {
     if (job && pod) {
-      return cache.With(base, {{"hpc_job", h.job},
-                               {"namespace", h.namespace_name},
-                               {"pod", h.pod},
-                               {"container", h.container}});
+      return cache.With(
+          base,
+          {{"hpc_job", h.job}, {"namespace", h.namespace_name}, {"pod", h.pod}, {"container", h.container}});
     }
-    if (pod) return cache.With(base, {{"namespace", h.namespace_name}, {"pod", h.pod}, {"container", h.container}});
+    if (pod)
+      return cache.With(base, {{"namespace", h.namespace_name}, {"pod", h.pod}, {"container", h.container}});
     return cache.With(base, {{"hpc_job", h.job}});
   }
 };
@@ -259,7 +261,8 @@ Holder ProcessHolder(std::string_view job, const std::vector<const PodDeviceAllo
 // job instead. The label sets come from `cache`: while a job or pod holds a GPU, its series get the same
 // shared set every cycle.
 void AddHolderLabels(const JobTable::View& view, const PodsByKey& pods, HolderLabels which,
-                     const ProcResolver* resolver, LabelSetCache& cache, std::vector<MetricFamily>& families) {
+                     const ProcResolver* resolver, LabelSetCache& cache,
+                     std::vector<MetricFamily>& families) {
   // The holders of each GPU or MIG instance, looked up once per cycle.
   std::map<std::pair<int32_t, int32_t>, std::vector<Holder>> holders_by_subject;
   std::map<std::pair<int32_t, int32_t>, std::vector<const PodDeviceAllocation*>> pods_by_subject;
@@ -348,9 +351,10 @@ std::optional<bool> IdleWindow(const GpuDeviceInventory& device, int32_t instanc
 // Whether the GPU (or MIG instance) runs a process this cycle; false when NVML did not list them.
 bool RunsAProcess(const GpuInventory& inventory, const GpuDeviceInventory& device, int32_t instance) {
   if (!device.processes_listed) return false;
-  return std::any_of(inventory.processes.begin(), inventory.processes.end(), [&](const GpuProcessObservation& p) {
-    return p.gpu == device.index && (instance == SampleSubject::kNone || p.gpu_instance == instance);
-  });
+  return std::any_of(
+      inventory.processes.begin(), inventory.processes.end(), [&](const GpuProcessObservation& p) {
+        return p.gpu == device.index && (instance == SampleSubject::kNone || p.gpu_instance == instance);
+      });
 }
 
 // gpuscope_job_info for every job holding one of this node's GPUs, and the node's host label on it: job

@@ -79,7 +79,8 @@ class AttributedCollector : public Collector {
   // (JobTable GPU key, job id or "pod:<namespace>/<pod>/<container>") -> since when its utilisation has
   // been below kIdleUtilisation in every cycle (allocations not seen in a cycle are dropped).
   std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> quiet_since_;
-  LabelSetCache label_cache_;  // series labels + hpc_job / namespace, pod, container, kept from cycle to cycle
+  LabelSetCache
+      label_cache_;  // series labels + hpc_job / namespace, pod, container, kept from cycle to cycle
 };
 
 }  // namespace gpuscope

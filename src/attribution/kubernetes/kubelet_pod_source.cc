@@ -17,8 +17,8 @@ namespace {
 constexpr const char* kList = "List";
 constexpr const char* kAllocatable = "GetAllocatableResources";
 constexpr const char* kMethods[] = {kList, kAllocatable};
-constexpr const char* kResults[] = {"ok",       "socket_missing", "unavailable", "deadline_exceeded",
-                                    "unimplemented", "error"};
+constexpr const char* kResults[] = {
+    "ok", "socket_missing", "unavailable", "deadline_exceeded", "unimplemented", "error"};
 
 const char* ResultOf(const grpc::Status& status) {
   switch (status.error_code()) {
@@ -118,7 +118,7 @@ void KubeletPodSource::CountCall(const char* method, const char* result) {
 Status KubeletPodSource::QueryOnce() {
   MutexLock cycle(&cycle_mu_);
   const Clock::time_point now = Clock::now();
-  struct stat st{};
+  struct stat st {};
   if (stat(options_.socket_path.c_str(), &st) != 0 && errno == ENOENT) {
     CountCall(kList, "socket_missing");
     return OnFailure(kList, "socket_missing", "no socket at the path", now);
@@ -162,7 +162,8 @@ Status KubeletPodSource::QueryOnce() {
   last_ok_ = now;
   if (failing_) {
     Log(LogLevel::kInfo, "kubernetes: pod-resources API answering again",
-        {{"socket", options_.socket_path}, {"failed_cycles", std::to_string(streak_)},
+        {{"socket", options_.socket_path},
+         {"failed_cycles", std::to_string(streak_)},
          {"pods", std::to_string(pods)}});
   }
   failing_ = false;
@@ -240,7 +241,8 @@ std::vector<MetricFamily> KubeletPodSource::MetricFamilies() const {
   families.push_back(std::move(calls));
   MetricFamily ignored{d[2].name, d[2].help, d[2].type, d[2].unit, {}};
   for (const auto& [key, count] : ignored_) {
-    ignored.samples.push_back({{{"resource", key.first}, {"reason", key.second}}, static_cast<double>(count)});
+    ignored.samples.push_back(
+        {{{"resource", key.first}, {"reason", key.second}}, static_cast<double>(count)});
   }
   families.push_back(std::move(ignored));
   return families;

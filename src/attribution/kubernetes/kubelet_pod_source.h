@@ -50,7 +50,7 @@ class GpuDirectory;
 
 struct KubeletPodSourceOptions {
   std::string socket_path = "/var/lib/kubelet/pod-resources/kubelet.sock";
-  std::chrono::milliseconds interval{1000};      // one List per interval
+  std::chrono::milliseconds interval{1000};        // one List per interval
   std::chrono::milliseconds call_deadline{10000};  // every call
   // The last good view stays published this long after the last good answer while calls fail.
   std::chrono::milliseconds keep_view_for{30000};

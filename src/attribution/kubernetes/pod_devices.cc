@@ -78,7 +78,7 @@ PodDevicesUpdate PodDevicesFromKubelet(const v1::ListPodResourcesResponse& list,
     }
   }
   // The kubelet lists a device once per NUMA node it sits on: each raw id counts once per resource.
-  std::set<std::pair<std::string, std::string>> seen;  // (resource, raw id)
+  std::set<std::pair<std::string, std::string>> seen;                // (resource, raw id)
   std::map<std::pair<std::string, std::string>, uint32_t> replicas;  // (resource, id) -> distinct raw ids
   for (const v1::ContainerDevices& group : allocatable.devices()) {
     for (const std::string& raw : group.device_ids()) {
@@ -91,7 +91,7 @@ PodDevicesUpdate PodDevicesFromKubelet(const v1::ListPodResourcesResponse& list,
 }
 
 std::map<std::pair<std::string, std::string>, size_t> IgnoredDevices(const PodDevicesUpdate& update,
-                                                                      const GpuDirectory* gpus) {
+                                                                     const GpuDirectory* gpus) {
   const bool check_uuids = gpus != nullptr && !gpus->Current()->devices.empty();
   std::set<std::tuple<std::string, std::string, std::string>> ignored;  // (resource, reason, id)
   auto consider = [&](const std::string& resource, const std::string& id) {

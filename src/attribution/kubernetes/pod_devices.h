@@ -62,6 +62,6 @@ PodDevicesUpdate PodDevicesFromKubelet(const v1::ListPodResourcesResponse& list,
 // a GPU: reason "other_resource", "index_id" or "unknown_device". `gpus` may be null, or hold no GPU yet:
 // then GPU and MIG UUIDs are not checked against it.
 std::map<std::pair<std::string, std::string>, size_t> IgnoredDevices(const PodDevicesUpdate& update,
-                                                                      const GpuDirectory* gpus);
+                                                                     const GpuDirectory* gpus);
 
 }  // namespace gpuscope

@@ -363,7 +363,8 @@ TEST_F(AttributedCollectorTest, DescribeAddsHpcJobAndTheJoinFamilies) {
 
 PodDeviceAllocation Held(std::string device, std::string resource, std::string ns, std::string pod,
                          std::string container, bool replica = false) {
-  return {std::move(device), std::move(resource), replica, std::move(ns), std::move(pod), std::move(container)};
+  return {std::move(device), std::move(resource), replica,
+          std::move(ns),     std::move(pod),      std::move(container)};
 }
 
 AttributionOptions WithKubernetes() {
@@ -379,8 +380,8 @@ std::vector<std::string> PodsOn(const std::vector<MetricFamily>& out, std::strin
   if (f == nullptr) return pods;
   for (const Sample& s : f->samples) {
     const std::string instance = Label(s, "GPU_I_ID");
-    pods.push_back(Label(s, "gpu") + (instance == "<absent>" || instance.empty() ? "" : "." + instance) + ":" +
-                   Label(s, "namespace") + "/" + Label(s, "pod") + "/" + Label(s, "container"));
+    pods.push_back(Label(s, "gpu") + (instance == "<absent>" || instance.empty() ? "" : "." + instance) +
+                   ":" + Label(s, "namespace") + "/" + Label(s, "pod") + "/" + Label(s, "container"));
   }
   return pods;
 }
@@ -432,9 +433,9 @@ TEST_F(AttributedCollectorTest, ATimeSlicedGpuGetsOneCopyOfEachSeriesPerHoldingC
   auto collector = Make(WithKubernetes());
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector->Collect(out).ok());
-  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_up"), (std::vector<std::string>{"0://", "1://", "2://",
-                                                                        "3:notebooks/alice/notebook",
-                                                                        "3:notebooks/bob/notebook"}));
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_up"),
+            (std::vector<std::string>{"0://", "1://", "2://", "3:notebooks/alice/notebook",
+                                      "3:notebooks/bob/notebook"}));
   const MetricFamily* info = Find(out, "gpuscope_k8s_gpu_allocation_info");
   ASSERT_EQ(info->samples.size(), 2u);
   for (const Sample& s : info->samples) {
@@ -448,10 +449,10 @@ TEST_F(AttributedCollectorTest, ATimeSlicedGpuGetsOneCopyOfEachSeriesPerHoldingC
 
 TEST_F(AttributedCollectorTest, JobsAndPodsOnOneNodeGiveEachCombinationItsCopy) {
   table_.Update(AttributionSource::kMapping, {{{"2", "700", "", ""}}, {}});
-  node_.pods().UpdateDevices({{Held("GPU-2", "nvidia.com/gpu", "a", "p", "c"),
-                               Held("GPU-2", "nvidia.com/gpu", "b", "q", "d", true)},
-                              {},
-                              {}});
+  node_.pods().UpdateDevices(
+      {{Held("GPU-2", "nvidia.com/gpu", "a", "p", "c"), Held("GPU-2", "nvidia.com/gpu", "b", "q", "d", true)},
+       {},
+       {}});
   auto collector = Make(WithKubernetes());
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector->Collect(out).ok());
@@ -498,24 +499,24 @@ TEST_F(AttributedCollectorTest, AProcessSeriesGetsThePodOnlyWhenExactlyOnePodHol
 TEST_F(AttributedCollectorTest, NodeCountsPerResourceAndTheIdleAllocationUseTheJobsIdleSignal) {
   // GPU 0: two processes, no work; GPU 2: 20% busy; GPU 3: nothing at all. A device of another node
   // (GPU-9) counts as allocated in the kubelet's units but joins nothing; an FPGA is no GPU.
-  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "a", "p0", "c"),
-                               Held("GPU-2", "nvidia.com/gpu", "a", "p2", "c"),
-                               Held("GPU-3", "nvidia.com/gpu", "a", "p3", "c"),
-                               Held("GPU-9", "nvidia.com/gpu", "a", "p9", "c"),
-                               Held("fpga-0", "example.com/fpga", "a", "f", "c")},
-                              {{"GPU-0", "nvidia.com/gpu", 1},
-                               {"GPU-1", "nvidia.com/gpu", 1},
-                               {"GPU-2", "nvidia.com/gpu", 1},
-                               {"GPU-3", "nvidia.com/gpu", 1},
-                               {"fpga-0", "example.com/fpga", 1}},
-                              {}});
+  node_.pods().UpdateDevices(
+      {{Held("GPU-0", "nvidia.com/gpu", "a", "p0", "c"), Held("GPU-2", "nvidia.com/gpu", "a", "p2", "c"),
+        Held("GPU-3", "nvidia.com/gpu", "a", "p3", "c"), Held("GPU-9", "nvidia.com/gpu", "a", "p9", "c"),
+        Held("fpga-0", "example.com/fpga", "a", "f", "c")},
+       {{"GPU-0", "nvidia.com/gpu", 1},
+        {"GPU-1", "nvidia.com/gpu", 1},
+        {"GPU-2", "nvidia.com/gpu", 1},
+        {"GPU-3", "nvidia.com/gpu", 1},
+        {"fpga-0", "example.com/fpga", 1}},
+       {}});
   utilisation_[3] = 0.0;
   auto collector = Make(WithKubernetes());
   std::vector<MetricFamily> out;
   ASSERT_TRUE(collector->Collect(out).ok());
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "nvidia.com/gpu"), 4);
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/gpu"), 4);
-  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 2) << "GPU 0 runs processes, GPU 2 works";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 2)
+      << "GPU 0 runs processes, GPU 2 works";
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated_idle", "nvidia.com/gpu"), 0) << "not yet a whole window";
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "example.com/fpga"), -1) << "not a GPU resource";
   now_ += AttributedCollector::kIdleWindow;
@@ -549,8 +550,7 @@ TEST_F(AttributedCollectorTest, WithoutKubernetesNoPodLabelsAndNoK8sSeries) {
 TEST_F(AttributedCollectorTest, DescribeAddsThePodLabelsWithKubernetes) {
   auto described = Make(WithKubernetes())->Describe();
   ASSERT_FALSE(described.empty());
-  EXPECT_EQ(described[0].labels,
-            (std::vector<std::string>{"hpc_job", "namespace", "pod", "container"}));
+  EXPECT_EQ(described[0].labels, (std::vector<std::string>{"hpc_job", "namespace", "pod", "container"}));
   bool counts = false;
   for (const auto& d : described) counts = counts || d.name == "gpuscope_k8s_gpus_in_use";
   EXPECT_TRUE(counts);

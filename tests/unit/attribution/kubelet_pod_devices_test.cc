@@ -1,11 +1,10 @@
 // The kubelet's pod-resources answers as PodTable data: device id schemes of NVIDIA's device plugin
 // (UUIDs, MIG UUIDs, time-slicing/MPS replicas, NVML indexes), NUMA duplicates, other plugins' devices,
 // and the ignored-device counts. Protobuf messages built in the test, no gRPC.
-#include "src/attribution/kubernetes/pod_devices.h"
-
 #include <gtest/gtest.h>
 
 #include "podresources/v1/api.pb.h"
+#include "src/attribution/kubernetes/pod_devices.h"
 #include "src/node/gpu_directory.h"
 
 namespace gpuscope {
@@ -125,7 +124,8 @@ TEST(IgnoredDevices, CountsDistinctIdsNotJoinedByResourceAndReason) {
                         {"0", "nvidia.com/gpu", false, "a", "s", "c"},
                         {"fpga-0", "example.com/fpga", false, "a", "t", "c"},
                         {"fpga-0", "example.com/fpga", false, "a", "u", "c"}};
-  update.allocatable = {{"0", "nvidia.com/gpu", 1}, {"1", "nvidia.com/gpu", 1}, {"fpga-1", "example.com/fpga", 1}};
+  update.allocatable = {
+      {"0", "nvidia.com/gpu", 1}, {"1", "nvidia.com/gpu", 1}, {"fpga-1", "example.com/fpga", 1}};
   auto ignored = IgnoredDevices(update, &gpus);
   using Key = std::pair<std::string, std::string>;
   EXPECT_EQ(ignored, (std::map<Key, size_t>{{{"example.com/fpga", "other_resource"}, 2},
