@@ -128,9 +128,11 @@ Status KubeletPodSource::QueryOnce() {
   // so the node's allocatable devices are asked again after it.
   if (client_->channel->GetState(false) != GRPC_CHANNEL_READY) allocatable_due_ = true;
 
+  // The calls run in lambdas, which the thread-safety analysis cannot see are under cycle_mu_.
+  v1::PodResourcesLister::Stub* stub = client_->stub.get();
   v1::ListPodResourcesResponse list;
   grpc::Status status = Invoke([&](grpc::ClientContext* context) {
-    return client_->stub->List(context, v1::ListPodResourcesRequest(), &list);
+    return stub->List(context, v1::ListPodResourcesRequest(), &list);
   });
   const char* result = ResultOf(status);
   CountCall(kList, result);
@@ -139,7 +141,7 @@ Status KubeletPodSource::QueryOnce() {
   if (allocatable_due_ || now - allocatable_at_ >= options_.allocatable_refresh) {
     v1::AllocatableResourcesResponse allocatable;
     status = Invoke([&](grpc::ClientContext* context) {
-      return client_->stub->GetAllocatableResources(context, v1::AllocatableResourcesRequest(), &allocatable);
+      return stub->GetAllocatableResources(context, v1::AllocatableResourcesRequest(), &allocatable);
     });
     result = ResultOf(status);
     CountCall(kAllocatable, result);
