@@ -1,10 +1,11 @@
 // The kubelet's pod-resources answers as PodTable data: device id schemes of NVIDIA's device plugin
 // (UUIDs, MIG UUIDs, time-slicing/MPS replicas, NVML indexes), NUMA duplicates, other plugins' devices,
 // and the ignored-device counts. Protobuf messages built in the test, no gRPC.
+#include "src/attribution/kubernetes/pod_devices.h"
+
 #include <gtest/gtest.h>
 
 #include "podresources/v1/api.pb.h"
-#include "src/attribution/kubernetes/pod_devices.h"
 #include "src/node/gpu_directory.h"
 
 namespace gpuscope {
