@@ -82,9 +82,11 @@ namespace {
 
 class FakeKubelet final : public v1::PodResourcesLister::Service {
  public:
-  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+  grpc::Status List(grpc::ServerContext* context, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {
     MutexLock lock(&mu_);
+    // A hung kubelet: no answer until the client gives up (its deadline) or the test unblocks it.
+    while (hang_ && !context->IsCancelled()) released_.WaitFor(&mu_, std::chrono::milliseconds(10));
     ++lists_;
     *response = list_;
     return grpc::Status::OK;
@@ -112,6 +114,11 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
     MutexLock lock(&mu_);
     return allocatable_calls_;
   }
+  void Hang(bool hang) {
+    MutexLock lock(&mu_);
+    hang_ = hang;
+    released_.NotifyAll();
+  }
 
  private:
   Mutex mu_;
@@ -119,6 +126,8 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
   v1::AllocatableResourcesResponse allocatable_ GUARDED_BY(mu_);
   int lists_ GUARDED_BY(mu_) = 0;
   int allocatable_calls_ GUARDED_BY(mu_) = 0;
+  bool hang_ GUARDED_BY(mu_) = false;
+  CondVar released_;
 };
 
 double Value(const std::vector<MetricFamily>& families, std::string_view name, const Labels& labels = {}) {
@@ -241,6 +250,32 @@ TEST_F(KubeletPodSourceTest, AStaleSocketWithNoServerIsUnavailable) {
   KubeletPodSource source(Options(), &table_);
   EXPECT_FALSE(source.QueryOnce().ok());
   EXPECT_EQ(Calls(source, "List", "unavailable"), 1);
+}
+
+TEST_F(KubeletPodSourceTest, AllocatableIsAskedAgainOnceTheRefreshPeriodHasPassed) {
+  kubelet_.Hold("ml", "trainer-0", "GPU-1");
+  StartKubelet();
+  KubeletPodSourceOptions options = Options();
+  options.allocatable_refresh = std::chrono::milliseconds(0);
+  KubeletPodSource source(options, &table_);
+  ASSERT_TRUE(source.QueryOnce().ok());
+  ASSERT_TRUE(source.QueryOnce().ok());
+  EXPECT_EQ(kubelet_.allocatable_calls(), 2) << "a device plugin may change the node's devices any time";
+}
+
+TEST_F(KubeletPodSourceTest, AHungKubeletIsADeadlineExceededAndTheViewStays) {
+  kubelet_.Hold("ml", "trainer-0", "GPU-1");
+  StartKubelet();
+  KubeletPodSourceOptions options = Options();
+  options.call_deadline = std::chrono::milliseconds(200);
+  KubeletPodSource source(options, &table_);
+  ASSERT_TRUE(source.QueryOnce().ok());
+  kubelet_.Hang(true);
+  EXPECT_FALSE(source.QueryOnce().ok());
+  kubelet_.Hang(false);
+  EXPECT_EQ(Calls(source, "List", "deadline_exceeded"), 1);
+  EXPECT_EQ(table_.Current()->allocations.size(), 1u);
+  ASSERT_TRUE(source.QueryOnce().ok()) << "answering again";
 }
 
 TEST_F(KubeletPodSourceTest, StartAndStopRunTheThread) {
