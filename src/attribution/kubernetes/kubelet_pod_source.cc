@@ -134,6 +134,8 @@ Status KubeletPodSource::QueryOnce() {
   grpc::Status status = Invoke([&](grpc::ClientContext* context) {
     return stub->List(context, v1::ListPodResourcesRequest(), &list);
   });
+  // Cancelled only by Stop(): not a failure of the kubelet's, neither counted nor logged.
+  if (status.error_code() == grpc::StatusCode::CANCELLED) return Status::Unavailable("stopping");
   const char* result = ResultOf(status);
   CountCall(kList, result);
   if (!status.ok()) return OnFailure(kList, result, status.error_message(), now);
@@ -143,6 +145,7 @@ Status KubeletPodSource::QueryOnce() {
     status = Invoke([&](grpc::ClientContext* context) {
       return stub->GetAllocatableResources(context, v1::AllocatableResourcesRequest(), &allocatable);
     });
+    if (status.error_code() == grpc::StatusCode::CANCELLED) return Status::Unavailable("stopping");
     result = ResultOf(status);
     CountCall(kAllocatable, result);
     if (status.ok()) {

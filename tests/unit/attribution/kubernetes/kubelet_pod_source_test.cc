@@ -85,6 +85,7 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
   grpc::Status List(grpc::ServerContext* context, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {
     MutexLock lock(&mu_);
+    ++entered_;
     // A hung kubelet: no answer until the client gives up (its deadline) or the test unblocks it.
     while (hang_ && !context->IsCancelled()) released_.WaitFor(&mu_, std::chrono::milliseconds(10));
     ++lists_;
@@ -114,6 +115,10 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
     MutexLock lock(&mu_);
     return allocatable_calls_;
   }
+  int entered() {
+    MutexLock lock(&mu_);
+    return entered_;
+  }
   void Hang(bool hang) {
     MutexLock lock(&mu_);
     hang_ = hang;
@@ -127,6 +132,7 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
   int lists_ GUARDED_BY(mu_) = 0;
   int allocatable_calls_ GUARDED_BY(mu_) = 0;
   bool hang_ GUARDED_BY(mu_) = false;
+  int entered_ GUARDED_BY(mu_) = 0;  // List calls received, answered or not
   CondVar released_;
 };
 
@@ -276,6 +282,22 @@ TEST_F(KubeletPodSourceTest, AHungKubeletIsADeadlineExceededAndTheViewStays) {
   EXPECT_EQ(Calls(source, "List", "deadline_exceeded"), 1);
   EXPECT_EQ(table_.Current()->allocations.size(), 1u);
   ASSERT_TRUE(source.QueryOnce().ok()) << "answering again";
+}
+
+TEST_F(KubeletPodSourceTest, StopCancelsACallInFlightWithoutCountingAFailure) {
+  StartKubelet();
+  kubelet_.Hang(true);
+  KubeletPodSourceOptions options = Options();
+  options.call_deadline = std::chrono::minutes(10);  // Stop() must not wait for it
+  KubeletPodSource source(options, &table_);
+  source.Start();
+  for (int i = 0; i < 30000 && kubelet_.entered() == 0; ++i) usleep(1000);  // at most 30 s
+  ASSERT_EQ(kubelet_.entered(), 1);
+  source.Stop();
+  kubelet_.Hang(false);
+  for (const char* result : {"ok", "error", "deadline_exceeded", "unavailable"}) {
+    EXPECT_EQ(Calls(source, "List", result), 0) << result;
+  }
 }
 
 TEST_F(KubeletPodSourceTest, StartAndStopRunTheThread) {
