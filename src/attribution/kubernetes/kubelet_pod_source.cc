@@ -152,10 +152,18 @@ Status KubeletPodSource::QueryOnce() {
       *allocatable_ = std::move(allocatable);
       allocatable_at_ = now;
       allocatable_due_ = false;
+      allocatable_failing_ = false;
     } else {
-      // The pods still come from List; the last allocatable devices stay, asked again next cycle.
-      Log(LogLevel::kWarn, "kubernetes: GetAllocatableResources failed; keeping the last answer",
+      // The pods still come from List; the last allocatable devices stay, asked again next cycle, or after
+      // allocatable_refresh from a kubelet without the method (before 1.23 unless its feature gate is on).
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+        allocatable_at_ = now;
+        allocatable_due_ = false;
+      }
+      Log(allocatable_failing_ ? LogLevel::kDebug : LogLevel::kWarn,
+          "kubernetes: GetAllocatableResources failed; keeping the last answer",
           {{"result", result}, {"error", status.error_message()}});
+      allocatable_failing_ = true;
     }
   }
 

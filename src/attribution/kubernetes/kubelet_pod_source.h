@@ -105,7 +105,8 @@ class KubeletPodSource {
   std::unique_ptr<v1::AllocatableResourcesResponse> allocatable_ GUARDED_BY(cycle_mu_);
   Clock::time_point allocatable_at_ GUARDED_BY(cycle_mu_){};
   bool allocatable_due_ GUARDED_BY(cycle_mu_) = true;
-  bool have_view_ GUARDED_BY(cycle_mu_) = false;  // a view of ours is published (not cleared)
+  bool allocatable_failing_ GUARDED_BY(cycle_mu_) = false;  // its last call failed (logged once)
+  bool have_view_ GUARDED_BY(cycle_mu_) = false;            // a view of ours is published (not cleared)
   Clock::time_point last_ok_ GUARDED_BY(cycle_mu_){};
   bool failing_ GUARDED_BY(cycle_mu_) = false;  // in a streak of failed cycles
   uint64_t streak_ GUARDED_BY(cycle_mu_) = 0;

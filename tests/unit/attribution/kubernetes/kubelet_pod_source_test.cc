@@ -96,6 +96,8 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
                                        v1::AllocatableResourcesResponse* response) override {
     MutexLock lock(&mu_);
     ++allocatable_calls_;
+    // A kubelet before 1.23 (its feature gate off): no such method, as grpc-go answers it.
+    if (no_allocatable_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown method");
     *response = allocatable_;
     return grpc::Status::OK;
   }
@@ -115,6 +117,10 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
     MutexLock lock(&mu_);
     return allocatable_calls_;
   }
+  void WithoutAllocatable() {
+    MutexLock lock(&mu_);
+    no_allocatable_ = true;
+  }
   int entered() {
     MutexLock lock(&mu_);
     return entered_;
@@ -132,6 +138,7 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
   int lists_ GUARDED_BY(mu_) = 0;
   int allocatable_calls_ GUARDED_BY(mu_) = 0;
   bool hang_ GUARDED_BY(mu_) = false;
+  bool no_allocatable_ GUARDED_BY(mu_) = false;
   int entered_ GUARDED_BY(mu_) = 0;  // List calls received, answered or not
   CondVar released_;
 };
@@ -267,6 +274,19 @@ TEST_F(KubeletPodSourceTest, AllocatableIsAskedAgainOnceTheRefreshPeriodHasPasse
   ASSERT_TRUE(source.QueryOnce().ok());
   ASSERT_TRUE(source.QueryOnce().ok());
   EXPECT_EQ(kubelet_.allocatable_calls(), 2) << "a device plugin may change the node's devices any time";
+}
+
+TEST_F(KubeletPodSourceTest, AKubeletWithoutGetAllocatableResourcesStillAttributesPods) {
+  kubelet_.Hold("ml", "trainer-0", "GPU-1");
+  kubelet_.WithoutAllocatable();
+  StartKubelet();
+  KubeletPodSource source(Options(), &table_);
+  ASSERT_TRUE(source.QueryOnce().ok());
+  ASSERT_TRUE(source.QueryOnce().ok());
+  EXPECT_EQ(table_.Current()->allocations.size(), 1u);
+  EXPECT_TRUE(table_.Current()->allocatable.empty());
+  EXPECT_EQ(Calls(source, "GetAllocatableResources", "unimplemented"), 1)
+      << "not asked again every cycle, only after allocatable_refresh";
 }
 
 TEST_F(KubeletPodSourceTest, AHungKubeletIsADeadlineExceededAndTheViewStays) {
