@@ -12,6 +12,7 @@
 #include "src/agent/events.h"
 #include "src/agent/metrics_docs.h"
 #include "src/agent/registry.h"
+#include "src/attribution/kubernetes/kubelet_pod_source.h"
 #include "src/attribution/kubernetes/pod_metadata_collector.h"
 #include "src/attribution/kubernetes/pod_metadata_source.h"
 #include "src/attribution/mapping_dir_source.h"
@@ -53,8 +54,11 @@ int PrintMetricsDocs(const AgentConfig& config) {
   }
   MappingDirSource mapping("/nonexistent", &node.jobs());
   SlurmJobSource slurm(SlurmJobSourceOptions{}, &node.jobs());
-  docs.push_back({"attribution", "The JobTable's sources: mapping-file watcher and Slurm queries",
-                  AttributionSourcesCollector(&mapping, &slurm).Describe()});
+  KubeletPodSource kubelet(KubeletPodSourceOptions{}, &node.pods());
+  docs.push_back({"attribution",
+                  "The JobTable's and PodTable's sources: mapping-file watcher, Slurm queries, the kubelet's "
+                  "pod-resources API (--kubernetes)",
+                  AttributionSourcesCollector(&mapping, &slurm, &kubelet).Describe()});
   docs.push_back({"kubernetes_api",
                   "Pods holding this node's devices, with owner and labels from the Kubernetes API server "
                   "(--kubernetes)",
@@ -81,14 +85,25 @@ NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
   return options;
 }
 
-// The JobTable's and the PodTable's long-running sources; any may be absent.
+// The Kubernetes node this agent runs on: --kubernetes.node-name, else $NODE_NAME (the DaemonSet sets it
+// from the downward API), else the host name.
+std::string KubernetesNodeName(const AgentConfig& config) {
+  if (!config.kubernetes_node_name.empty()) return config.kubernetes_node_name;
+  if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
+  char buffer[256] = {};
+  return gethostname(buffer, sizeof(buffer) - 1) == 0 ? std::string(buffer) : std::string();
+}
+
+// The JobTable's and PodTable's long-running sources; any may be absent.
 struct AttributionSources {
   std::unique_ptr<MappingDirSource> mapping;
   std::unique_ptr<SlurmJobSource> slurm;
+  std::unique_ptr<KubeletPodSource> kubelet;
   std::unique_ptr<PodMetadataSource> pod_metadata;  // with --kubernetes
 
   void Stop() {
     if (pod_metadata) pod_metadata->Stop();
+    if (kubelet) kubelet->Stop();
     if (slurm) slurm->Stop();
     if (mapping) mapping->Stop();
   }
@@ -123,25 +138,30 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
     sources.slurm->Start();
   }
   if (config.kubernetes) {
-    PodMetadataSourceOptions options;
-    options.api_server =
-        ResolveApiServerUrl(config.kubernetes_api_server, [](const char* name) { return std::getenv(name); });
-    options.token_file = config.kubernetes_token_file;
-    options.ca_file = config.kubernetes_ca_file;
-    options.pod_labels = SplitPodLabels(config.kubernetes_pod_labels);
-    // The node the DaemonSet's downward API names (NODE_NAME), else this host's name: the default of the
-    // contract's --kubernetes.node-name, which the kubelet side's branch adds (use it here once merged).
-    const char* node_name = std::getenv("NODE_NAME");
-    if (node_name != nullptr && *node_name != '\0') {
-      options.node_name = node_name;
+    const std::string node_name = KubernetesNodeName(config);
+    KubeletPodSourceOptions kubelet;
+    kubelet.socket_path = config.kubernetes_pod_resources_socket;
+    kubelet.interval = config.collectors.at("gpu").interval;  // pod labels follow within one cycle
+    kubelet.gpus = &node.gpus();
+    sources.kubelet = std::make_unique<KubeletPodSource>(kubelet, &node.pods());
+    if (config.once) {
+      sources.kubelet->QueryOnce();  // --once: the pods as the kubelet has them now, before both cycles
     } else {
-      char buffer[256] = {};
-      options.node_name = gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "";
+      sources.kubelet->Start();
     }
-    sources.pod_metadata = std::make_unique<PodMetadataSource>(options, &node.pods());
+    Log(LogLevel::kInfo, "kubernetes: pod-resources source started",
+        {{"socket", kubelet.socket_path}, {"node", node_name}});
+
+    PodMetadataSourceOptions metadata;
+    metadata.api_server =
+        ResolveApiServerUrl(config.kubernetes_api_server, [](const char* name) { return std::getenv(name); });
+    metadata.token_file = config.kubernetes_token_file;
+    metadata.ca_file = config.kubernetes_ca_file;
+    metadata.pod_labels = SplitPodLabels(config.kubernetes_pod_labels);
+    metadata.node_name = node_name;
+    sources.pod_metadata = std::make_unique<PodMetadataSource>(metadata, &node.pods());
     Log(LogLevel::kInfo, "kubernetes: pod metadata",
-        {{"api_server", options.api_server.empty() ? "off" : options.api_server},
-         {"node", options.node_name}});
+        {{"api_server", metadata.api_server.empty() ? "off" : metadata.api_server}, {"node", node_name}});
     if (!config.once) sources.pod_metadata->Start();
   }
   return sources;
@@ -152,10 +172,10 @@ AttributionSources StartAttribution(const AgentConfig& config, NodeState& node) 
 // collector's hung ranks.
 void AddCollectors(const AgentConfig& config, NodeState& node, PostedEvents& training_events,
                    const AttributionSources& attribution, SpanExporter* spans, Scheduler& scheduler) {
-  if (attribution.mapping || attribution.slurm) {
-    scheduler.Add(
-        std::make_unique<AttributionSourcesCollector>(attribution.mapping.get(), attribution.slurm.get()),
-        std::chrono::seconds(5));
+  if (attribution.mapping || attribution.slurm || attribution.kubelet) {
+    scheduler.Add(std::make_unique<AttributionSourcesCollector>(
+                      attribution.mapping.get(), attribution.slurm.get(), attribution.kubelet.get()),
+                  std::chrono::seconds(5));
   }
   if (attribution.pod_metadata) {
     scheduler.Add(std::make_unique<PodMetadataCollector>(attribution.pod_metadata.get(),

@@ -74,13 +74,17 @@ struct AgentConfig {
   std::chrono::milliseconds slurm_interval{30000};
   std::chrono::milliseconds slurm_timeout{5000};
 
+  // kubernetes: pod attribution from the kubelet and pod metadata from the API server (off by default)
+  bool kubernetes = false;  // the pod-resources source, pod labels on GPU series, gpuscope_k8s_* series
+  std::string kubernetes_pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string kubernetes_node_name;  // empty: $NODE_NAME, else the hostname
+
   // slurm scheduler collector (off by default: one node per cluster runs it)
   std::string slurm_bin_dir;  // where squeue/sinfo/sdiag/sshare are; empty: PATH
   std::chrono::milliseconds slurm_command_timeout{15000};
   bool slurm_include_user = true;  // user label on job counts and fairshare (cardinality)
 
-  // kubernetes (issue 13): pod attribution and pod metadata
-  bool kubernetes = false;
+  // kubernetes: pod metadata from the API server (with `kubernetes`)
   std::string kubernetes_api_server;  // empty: in-cluster from KUBERNETES_SERVICE_HOST/PORT; "off": none
   std::string kubernetes_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
   std::string kubernetes_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";

@@ -41,6 +41,7 @@ CollectorRegistry MakeBuiltins() {
          if (config.attribution_proc) resolver = std::make_unique<ProcResolver>(config.procfs);
          AttributionOptions attribution;
          attribution.hpc_job_label = config.hpc_job_label;
+         attribution.kubernetes = config.kubernetes;
          return std::make_unique<AttributedCollector>(std::make_unique<GpuCollector>(options), context.node,
                                                       std::move(resolver), attribution);
        }});

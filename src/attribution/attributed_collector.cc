@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "src/attribution/kubernetes/pod_devices.h"
 #include "src/attribution/proc_resolver.h"
 #include "src/node/node_state.h"
 
@@ -93,45 +94,213 @@ const std::vector<MetricDescription>& Descriptions() {
        "",
        {},
        "JobTable"},
+      {"gpuscope_k8s_gpu_allocation_info",
+       MetricType::kInfo,
+       "With --kubernetes: a GPU (or MIG instance) allocated to a pod's container by the kubelet, with the "
+       "device plugin's resource name; shared=\"true\" for a replica of a time-sliced or MPS GPU (each "
+       "holding container has its own series). Always 1.",
+       "",
+       {"GPU_I_ID", "namespace", "pod", "container", "resource", "shared"},
+       "PodTable (kubelet pod-resources List)"},
+      {"gpuscope_k8s_gpu_allocated_idle",
+       MetricType::kGauge,
+       "With --kubernetes: 1 when the GPU (or MIG instance) is allocated to the container and its "
+       "utilisation stayed below 5% in every cycle of the last 60 s (the signal of "
+       "gpuscope_gpu_allocated_idle), 0 otherwise. Absent while the utilisation is unknown (a MIG instance "
+       "without GPM).",
+       "",
+       {"GPU_I_ID", "namespace", "pod", "container"},
+       "PodTable + DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_DEV_GPU_UTIL over 60 s"},
+      {"gpuscope_k8s_gpus_allocatable",
+       MetricType::kGauge,
+       "With --kubernetes: GPU devices the node's device plugins advertise, per resource name, in the "
+       "kubelet's units (one per device id: a time-slicing or MPS replica counts as one).",
+       "",
+       {"resource"},
+       "kubelet pod-resources GetAllocatableResources"},
+      {"gpuscope_k8s_gpus_allocated",
+       MetricType::kGauge,
+       "With --kubernetes: GPU devices allocated to containers, per resource name, in the kubelet's units.",
+       "",
+       {"resource"},
+       "kubelet pod-resources List"},
+      {"gpuscope_k8s_gpus_allocated_idle",
+       MetricType::kGauge,
+       "With --kubernetes: allocated GPU devices whose gpuscope_k8s_gpu_allocated_idle is 1, per resource "
+       "name.",
+       "",
+       {"resource"},
+       "PodTable + GPU utilisation"},
+      {"gpuscope_k8s_gpus_in_use",
+       MetricType::kGauge,
+       "With --kubernetes: allocated GPU devices running a process or at 5% utilisation or more this "
+       "cycle, per resource name.",
+       "",
+       {"resource"},
+       "PodTable + NVML processes and utilisation"},
   };
   return kDescriptions;
 }
 
-enum Own { kJobInfo, kAllocationInfo, kAllocatedIdle, kAllocatedWithoutProcess, kJobs };
+enum Own {
+  kJobInfo,
+  kAllocationInfo,
+  kAllocatedIdle,
+  kAllocatedWithoutProcess,
+  kJobs,
+  kPodAllocationInfo,
+  kPodAllocatedIdle,
+  kPodGpusAllocatable,
+  kPodGpusAllocated,
+  kPodGpusAllocatedIdle,
+  kPodGpusInUse,
+};
 
 MetricFamily Empty(Own which) {
   const MetricDescription& d = Descriptions()[which];
   return MetricFamily{d.name, d.help, d.type, d.unit, {}};
 }
 
-// hpc_job on every GPU series, as dcgm-exporter does: one copy per job when several share the GPU. A
-// process series gets its own process's job instead. The label sets come from `cache`: while a job
-// holds a GPU, its series get the same shared set every cycle.
-void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver, LabelSetCache& cache,
-                  std::vector<MetricFamily>& families) {
-  // The jobs of each GPU or MIG instance, looked up once per cycle.
-  std::map<std::pair<int32_t, int32_t>, std::vector<const Allocation*>> jobs_by_subject;
-  auto jobs_of = [&](const SampleSubject& subject) -> const std::vector<const Allocation*>& {
-    auto [it, inserted] = jobs_by_subject.try_emplace({subject.gpu, subject.gpu_instance});
-    if (inserted) it->second = JobsFor(view, GpuKey(subject.gpu, subject.gpu_instance));
+// The containers holding each GPU ("3") or MIG instance ("3.1") this cycle, by JobTable key: the
+// PodTable's GPU and MIG UUIDs joined through the GPU directory, one entry per container and key (a MIG
+// instance with two compute instances has two MIG UUIDs), in (namespace, pod, container) order.
+using PodsByKey = std::map<std::string, std::vector<const PodDeviceAllocation*>, std::less<>>;
+PodsByKey PodsByGpuKey(const PodTable::View& pods, const GpuDirectory& gpus) {
+  PodsByKey out;
+  for (const PodDeviceAllocation& a : pods.allocations) {
+    if (!IsGpuDeviceId(a.resource, a.device_id)) continue;
+    std::optional<std::string> key = gpus.GpuKeyOfUuid(a.device_id);
+    if (key) out[*key].push_back(&a);
+  }
+  auto same_container = [](const PodDeviceAllocation* a, const PodDeviceAllocation* b) {
+    return std::tie(a->namespace_name, a->pod, a->container) ==
+           std::tie(b->namespace_name, b->pod, b->container);
+  };
+  for (auto& [key, holders] : out) {
+    std::sort(holders.begin(), holders.end(), [](const PodDeviceAllocation* a, const PodDeviceAllocation* b) {
+      return std::tie(a->namespace_name, a->pod, a->container) <
+             std::tie(b->namespace_name, b->pod, b->container);
+    });
+    holders.erase(std::unique(holders.begin(), holders.end(), same_container), holders.end());
+  }
+  return out;
+}
+
+// The containers a series on `key` belongs to: those on the key itself, or for a MIG instance with none,
+// those holding the whole GPU (as JobsFor).
+std::vector<const PodDeviceAllocation*> PodsFor(const PodsByKey& pods, const std::string& key) {
+  auto it = pods.find(key);
+  if (it == pods.end()) {
+    auto dot = key.find('.');
+    if (dot != std::string::npos) it = pods.find(std::string_view(key).substr(0, dot));
+  }
+  return it == pods.end() ? std::vector<const PodDeviceAllocation*>{} : it->second;
+}
+
+// Who a series is about, as labels: a job, a pod's container, or both on a node that runs both. Empty
+// strings where none holds it.
+struct Holder {
+  std::string_view job;
+  std::string_view namespace_name;
+  std::string_view pod;
+  std::string_view container;
+};
+
+// Which labels the holder adds: hpc_job, and namespace, pod, container with Kubernetes.
+struct HolderLabels {
+  bool job = true;
+  bool pod = false;
+
+  const Labels& On(LabelSetCache& cache, const Labels& base, const Holder& h) const {
+    if (job && pod) {
+      return cache.With(
+          base,
+          {{"hpc_job", h.job}, {"namespace", h.namespace_name}, {"pod", h.pod}, {"container", h.container}});
+    }
+    if (pod)
+      return cache.With(base, {{"namespace", h.namespace_name}, {"pod", h.pod}, {"container", h.container}});
+    return cache.With(base, {{"hpc_job", h.job}});
+  }
+};
+
+// The holders of a GPU or MIG instance: every (job, container) pair of its jobs and containers, so that
+// each gets its copy of the series; one empty holder when none.
+std::vector<Holder> HoldersOf(const std::vector<const Allocation*>& jobs,
+                              const std::vector<const PodDeviceAllocation*>& pods) {
+  std::vector<Holder> out;
+  const size_t job_count = std::max<size_t>(jobs.size(), 1);
+  const size_t pod_count = std::max<size_t>(pods.size(), 1);
+  out.reserve(job_count * pod_count);
+  for (size_t j = 0; j < job_count; ++j) {
+    for (size_t p = 0; p < pod_count; ++p) {
+      Holder h;
+      if (j < jobs.size()) h.job = jobs[j]->job_id;
+      if (p < pods.size()) h = {h.job, pods[p]->namespace_name, pods[p]->pod, pods[p]->container};
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
+// The holder of a process series: its own process's job, and the pod when exactly one pod holds its GPU
+// (the container too when exactly one container of it does).
+Holder ProcessHolder(std::string_view job, const std::vector<const PodDeviceAllocation*>& pods) {
+  Holder h{job, "", "", ""};
+  if (pods.empty()) return h;
+  for (const PodDeviceAllocation* p : pods) {
+    if (p->namespace_name != pods[0]->namespace_name || p->pod != pods[0]->pod) return h;
+  }
+  h.namespace_name = pods[0]->namespace_name;
+  h.pod = pods[0]->pod;
+  if (pods.size() == 1) h.container = pods[0]->container;
+  return h;
+}
+
+// hpc_job (and with Kubernetes namespace, pod, container) on every GPU series, as dcgm-exporter does: one
+// copy per holder when several jobs or containers share a GPU. A process series gets its own process's
+// job instead. The label sets come from `cache`: while a job or pod holds a GPU, its series get the same
+// shared set every cycle.
+void AddHolderLabels(const JobTable::View& view, const PodsByKey& pods, HolderLabels which,
+                     const ProcResolver* resolver, LabelSetCache& cache,
+                     std::vector<MetricFamily>& families) {
+  // The holders of each GPU or MIG instance, looked up once per cycle.
+  std::map<std::pair<int32_t, int32_t>, std::vector<Holder>> holders_by_subject;
+  std::map<std::pair<int32_t, int32_t>, std::vector<const PodDeviceAllocation*>> pods_by_subject;
+  auto pods_of = [&](const SampleSubject& subject) -> const std::vector<const PodDeviceAllocation*>& {
+    auto [it, inserted] = pods_by_subject.try_emplace({subject.gpu, subject.gpu_instance});
+    if (inserted && which.pod) it->second = PodsFor(pods, GpuKey(subject.gpu, subject.gpu_instance));
+    return it->second;
+  };
+  auto holders_of = [&](const SampleSubject& subject) -> const std::vector<Holder>& {
+    auto [it, inserted] = holders_by_subject.try_emplace({subject.gpu, subject.gpu_instance});
+    if (inserted) {
+      std::vector<const Allocation*> jobs;
+      if (which.job) jobs = JobsFor(view, GpuKey(subject.gpu, subject.gpu_instance));
+      it->second = HoldersOf(jobs, pods_of(subject));
+    }
     return it->second;
   };
   auto about_a_gpu = [](const SampleSubject& subject) {
     return subject.pid == 0 && subject.gpu != SampleSubject::kNone;
   };
+  auto label_alone = [&](Sample& sample) {  // not about a GPU: its process's job (and pod)
+    const SampleSubject& subject = sample.subject;
+    const std::string job = subject.pid != 0 && resolver ? resolver->JobOf(subject.pid) : std::string();
+    Holder h{job, "", "", ""};
+    if (subject.pid != 0 && subject.gpu != SampleSubject::kNone) h = ProcessHolder(job, pods_of(subject));
+    sample.labels = which.On(cache, sample.labels, h);
+  };
   for (MetricFamily& family : families) {
     const bool shared_gpus = std::any_of(family.samples.begin(), family.samples.end(), [&](const Sample& s) {
-      return about_a_gpu(s.subject) && jobs_of(s.subject).size() > 1;
+      return about_a_gpu(s.subject) && holders_of(s.subject).size() > 1;
     });
-    if (!shared_gpus) {  // one job (or none) per series: relabelled in place
+    if (!shared_gpus) {  // one holder (or none) per series: relabelled in place
       for (Sample& sample : family.samples) {
-        std::string job;
         if (!about_a_gpu(sample.subject)) {
-          if (sample.subject.pid != 0 && resolver) job = resolver->JobOf(sample.subject.pid);
-        } else if (const auto& jobs = jobs_of(sample.subject); !jobs.empty()) {
-          job = jobs[0]->job_id;
+          label_alone(sample);
+        } else {
+          sample.labels = which.On(cache, sample.labels, holders_of(sample.subject)[0]);
         }
-        sample.labels = cache.With(sample.labels, {{"hpc_job", job}});
       }
       continue;
     }
@@ -139,21 +308,13 @@ void AddJobLabels(const JobTable::View& view, const ProcResolver* resolver, Labe
     labelled.reserve(family.samples.size() + 8);
     for (Sample& sample : family.samples) {
       if (!about_a_gpu(sample.subject)) {
-        const std::string job =
-            sample.subject.pid != 0 && resolver ? resolver->JobOf(sample.subject.pid) : std::string();
-        sample.labels = cache.With(sample.labels, {{"hpc_job", job}});
+        label_alone(sample);
         labelled.push_back(std::move(sample));
         continue;
       }
-      const auto& jobs = jobs_of(sample.subject);
-      if (jobs.empty()) {
-        sample.labels = cache.With(sample.labels, {{"hpc_job", ""}});
-        labelled.push_back(std::move(sample));
-        continue;
-      }
-      for (const Allocation* job : jobs) {
+      for (const Holder& holder : holders_of(sample.subject)) {
         Sample& copy = labelled.emplace_back(sample);  // the value (a histogram's too) goes along untouched
-        copy.labels = cache.With(sample.labels, {{"hpc_job", job->job_id}});
+        copy.labels = which.On(cache, sample.labels, holder);
       }
     }
     family.samples = std::move(labelled);
@@ -171,6 +332,30 @@ struct AllocationFamilies {
 };
 
 using QuietSince = std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point>;
+using WindowKey = std::pair<std::string, std::string>;  // (GPU key, holder)
+
+// Whether the allocation `key` of the GPU `device` (or its MIG instance `instance`) has been idle for the
+// whole kIdleWindow: its utilisation below kIdleUtilisation in every cycle since `quiet_since` says.
+// nullopt when the utilisation is unknown this cycle (the window starts again). Marks `key` watched.
+std::optional<bool> IdleWindow(const GpuDeviceInventory& device, int32_t instance, const WindowKey& key,
+                               std::chrono::steady_clock::time_point now, QuietSince& quiet_since,
+                               std::set<WindowKey>& watched) {
+  std::optional<double> utilisation = device.up ? Utilisation(device, instance) : std::nullopt;
+  if (!utilisation) return std::nullopt;
+  watched.insert(key);
+  auto [since, inserted] = quiet_since.try_emplace(key, now);
+  if (*utilisation >= AttributedCollector::kIdleUtilisation) since->second = now;
+  return now - since->second >= AttributedCollector::kIdleWindow;
+}
+
+// Whether the GPU (or MIG instance) runs a process this cycle; false when NVML did not list them.
+bool RunsAProcess(const GpuInventory& inventory, const GpuDeviceInventory& device, int32_t instance) {
+  if (!device.processes_listed) return false;
+  return std::any_of(
+      inventory.processes.begin(), inventory.processes.end(), [&](const GpuProcessObservation& p) {
+        return p.gpu == device.index && (instance == SampleSubject::kNone || p.gpu_instance == instance);
+      });
+}
 
 // gpuscope_job_info for every job holding one of this node's GPUs, and the node's host label on it: job
 // ids are per cluster, so a join must match the job_info series of the same node.
@@ -197,10 +382,10 @@ void AppendJobInfo(const std::set<std::string>& allocated_jobs, const GpuInvento
 // Per allocation of one of this node's GPUs: its info, whether it has a process, whether it has been
 // idle for kIdleWindow (`quiet_since` carries the idle windows from cycle to cycle); then the jobs.
 AllocationFamilies AllocationSeries(const GpuInventory& inventory, const JobTable::View& view,
-                                    std::chrono::steady_clock::time_point now, QuietSince& quiet_since) {
+                                    std::chrono::steady_clock::time_point now, QuietSince& quiet_since,
+                                    std::set<WindowKey>& watched) {
   AllocationFamilies out;
   std::set<std::string> allocated_jobs;
-  std::set<std::pair<std::string, std::string>> watched;  // idle windows still open after this cycle
   for (const Allocation& allocation : view.allocations) {
     auto key = ParseGpuKey(allocation.gpu);
     const GpuDeviceInventory* device = key ? inventory.Device(key->first) : nullptr;
@@ -216,25 +401,86 @@ AllocationFamilies AllocationSeries(const GpuInventory& inventory, const JobTabl
     info.emplace_back("step", allocation.step_id);
     out.allocation_info.samples.push_back({std::move(info), 1, subject});
     if (device->processes_listed) {
-      bool busy = false;
-      for (const GpuProcessObservation& p : inventory.processes) {
-        if (p.gpu == device->index && (instance == SampleSubject::kNone || p.gpu_instance == instance))
-          busy = true;
-      }
+      const bool busy = RunsAProcess(inventory, *device, instance);
       out.without_process.samples.push_back({base, busy ? 0.0 : 1.0, subject});
     }
-    std::optional<double> utilisation = device->up ? Utilisation(*device, instance) : std::nullopt;
-    if (!utilisation) continue;  // unknown this cycle: the window starts again
-    auto window_key = std::make_pair(allocation.gpu, allocation.job_id);
-    watched.insert(window_key);
-    auto [since, inserted] = quiet_since.try_emplace(window_key, now);
-    if (*utilisation >= AttributedCollector::kIdleUtilisation) since->second = now;
-    const bool idle = now - since->second >= AttributedCollector::kIdleWindow;
-    out.allocated_idle.samples.push_back({std::move(base), idle ? 1.0 : 0.0, subject});
+    std::optional<bool> idle =
+        IdleWindow(*device, instance, {allocation.gpu, allocation.job_id}, now, quiet_since, watched);
+    if (!idle) continue;
+    out.allocated_idle.samples.push_back({std::move(base), *idle ? 1.0 : 0.0, subject});
   }
-  std::erase_if(quiet_since, [&](const auto& entry) { return !watched.contains(entry.first); });
   AppendJobInfo(allocated_jobs, inventory, view, out.job_info);
   out.jobs.samples.push_back({{}, static_cast<double>(allocated_jobs.size())});
+  return out;
+}
+
+// The Kubernetes counterparts of the allocation series, from the PodTable, and the node's counts.
+struct KubernetesFamilies {
+  MetricFamily allocation_info = Empty(kPodAllocationInfo);
+  MetricFamily allocated_idle = Empty(kPodAllocatedIdle);
+  MetricFamily allocatable = Empty(kPodGpusAllocatable);
+  MetricFamily allocated = Empty(kPodGpusAllocated);
+  MetricFamily allocated_idle_count = Empty(kPodGpusAllocatedIdle);
+  MetricFamily in_use = Empty(kPodGpusInUse);
+};
+
+// Per container holding a GPU or MIG instance of this node: its info and its idle window (`quiet_since`,
+// shared with the jobs' windows under a "pod:" holder). Per GPU resource name, the node's counts in the
+// kubelet's units: every GPU or MIG device id counts, joined to a GPU of this node or not; the idle and
+// in-use counts only the joined ones. The counts are absent until the kubelet first answered.
+KubernetesFamilies KubernetesSeries(const GpuInventory& inventory, const PodTable::View& pods,
+                                    const GpuDirectory& gpus, std::chrono::steady_clock::time_point now,
+                                    QuietSince& quiet_since, std::set<WindowKey>& watched) {
+  KubernetesFamilies out;
+  struct Counts {
+    double allocatable = 0, allocated = 0, idle = 0, in_use = 0;
+  };
+  std::map<std::string, Counts> by_resource;
+  for (const AllocatableDevice& d : pods.allocatable) {
+    if (IsGpuDeviceId(d.resource, d.device_id)) by_resource[d.resource].allocatable += d.replicas;
+  }
+  // (GPU key, holder) -> (idle, in use), once per container even where two device ids of one MIG
+  // instance (two compute instances) name the same key.
+  std::map<WindowKey, std::pair<bool, bool>> state;
+  for (const PodDeviceAllocation& a : pods.allocations) {
+    if (!IsGpuDeviceId(a.resource, a.device_id)) continue;
+    Counts& counts = by_resource[a.resource];
+    counts.allocated += 1;
+    std::optional<std::string> key = gpus.GpuKeyOfUuid(a.device_id);
+    auto parsed = key ? ParseGpuKey(*key) : std::nullopt;
+    const GpuDeviceInventory* device = parsed ? inventory.Device(parsed->first) : nullptr;
+    if (device == nullptr) continue;  // a device no GPU of this node shows (gpuscope_k8s_devices_ignored)
+    WindowKey window{*key, "pod:" + a.namespace_name + "/" + a.pod + "/" + a.container};
+    auto [known, inserted] = state.try_emplace(window, false, false);
+    if (inserted) {
+      const int32_t instance = parsed->second;
+      Labels base = device->labels;
+      base.emplace_back("GPU_I_ID", instance == SampleSubject::kNone ? "" : std::to_string(instance));
+      base.emplace_back("namespace", a.namespace_name);
+      base.emplace_back("pod", a.pod);
+      base.emplace_back("container", a.container);
+      SampleSubject subject{static_cast<int32_t>(device->index), instance, 0};
+      Labels info = base;
+      info.emplace_back("resource", a.resource);
+      info.emplace_back("shared", a.replica ? "true" : "false");
+      out.allocation_info.samples.push_back({std::move(info), 1, subject});
+      std::optional<bool> idle = IdleWindow(*device, instance, window, now, quiet_since, watched);
+      if (idle) out.allocated_idle.samples.push_back({std::move(base), *idle ? 1.0 : 0.0, subject});
+      std::optional<double> utilisation = device->up ? Utilisation(*device, instance) : std::nullopt;
+      known->second = {idle.value_or(false),
+                       RunsAProcess(inventory, *device, instance) ||
+                           (utilisation && *utilisation >= AttributedCollector::kIdleUtilisation)};
+    }
+    if (known->second.first) counts.idle += 1;
+    if (known->second.second) counts.in_use += 1;
+  }
+  if (!pods.devices_known) return out;
+  for (const auto& [resource, counts] : by_resource) {
+    out.allocatable.samples.push_back({{{"resource", resource}}, counts.allocatable});
+    out.allocated.samples.push_back({{{"resource", resource}}, counts.allocated});
+    out.allocated_idle_count.samples.push_back({{{"resource", resource}}, counts.idle});
+    out.in_use.samples.push_back({{{"resource", resource}}, counts.in_use});
+  }
   return out;
 }
 
@@ -264,8 +510,9 @@ std::vector<MetricDescription> AttributedCollector::DescribeAttribution() { retu
 
 std::vector<MetricDescription> AttributedCollector::Describe() const {
   std::vector<MetricDescription> out = inner_->Describe();
-  if (options_.hpc_job_label) {
-    for (MetricDescription& d : out) d.labels.push_back("hpc_job");
+  for (MetricDescription& d : out) {
+    if (options_.hpc_job_label) d.labels.push_back("hpc_job");
+    if (options_.kubernetes) d.labels.insert(d.labels.end(), {"namespace", "pod", "container"});
   }
   for (const MetricDescription& d : Descriptions()) out.push_back(d);
   if (resolver_) {
@@ -294,8 +541,21 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   if (resolver_) node_->jobs().Update(AttributionSource::kProc, resolver_->Resolve(processes));
   std::shared_ptr<const JobTable::View> view = node_->jobs().Current();
 
-  if (options_.hpc_job_label) AddJobLabels(*view, resolver_.get(), label_cache_, families);
-  AllocationFamilies allocations = AllocationSeries(*inventory, *view, options_.now(), quiet_since_);
+  std::shared_ptr<const PodTable::View> pods = node_->pods().Current();
+  PodsByKey pods_by_key;
+  if (options_.kubernetes) pods_by_key = PodsByGpuKey(*pods, node_->gpus());
+  if (options_.hpc_job_label || options_.kubernetes) {
+    AddHolderLabels(*view, pods_by_key, {options_.hpc_job_label, options_.kubernetes}, resolver_.get(),
+                    label_cache_, families);
+  }
+  const auto now = options_.now();
+  std::set<WindowKey> watched;  // idle windows still open after this cycle
+  AllocationFamilies allocations = AllocationSeries(*inventory, *view, now, quiet_since_, watched);
+  std::optional<KubernetesFamilies> kubernetes;
+  if (options_.kubernetes) {
+    kubernetes = KubernetesSeries(*inventory, *pods, node_->gpus(), now, quiet_since_, watched);
+  }
+  std::erase_if(quiet_since_, [&](const auto& entry) { return !watched.contains(entry.first); });
   node_->gpu_processes().Update(ProcessRefs(*inventory, resolver_.get()));
 
   for (MetricFamily& family : families) out.push_back(std::move(family));
@@ -304,6 +564,14 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   out.push_back(std::move(allocations.allocated_idle));
   out.push_back(std::move(allocations.without_process));
   out.push_back(std::move(allocations.jobs));
+  if (kubernetes) {
+    out.push_back(std::move(kubernetes->allocation_info));
+    out.push_back(std::move(kubernetes->allocated_idle));
+    out.push_back(std::move(kubernetes->allocatable));
+    out.push_back(std::move(kubernetes->allocated));
+    out.push_back(std::move(kubernetes->allocated_idle_count));
+    out.push_back(std::move(kubernetes->in_use));
+  }
   if (resolver_) {
     for (MetricFamily& family : resolver_->SelfMetrics()) out.push_back(std::move(family));
   }

@@ -1,17 +1,23 @@
 #include "src/attribution/sources_collector.h"
 
+#include "src/attribution/kubernetes/kubelet_pod_source.h"
 #include "src/attribution/mapping_dir_source.h"
 #include "src/attribution/slurm_job_source.h"
 
 namespace gpuscope {
 
 Status AttributionSourcesCollector::Collect(std::vector<MetricFamily>& out) {
-  if (mapping_ == nullptr && slurm_ == nullptr) return Status::NoData("no attribution source configured");
+  if (mapping_ == nullptr && slurm_ == nullptr && kubelet_ == nullptr) {
+    return Status::NoData("no attribution source configured");
+  }
   if (mapping_ != nullptr) {
     for (MetricFamily& family : mapping_->SelfMetrics()) out.push_back(std::move(family));
   }
   if (slurm_ != nullptr) {
     for (MetricFamily& family : slurm_->MetricFamilies()) out.push_back(std::move(family));
+  }
+  if (kubelet_ != nullptr) {
+    for (MetricFamily& family : kubelet_->MetricFamilies()) out.push_back(std::move(family));
   }
   return Status::Ok();
 }
@@ -30,6 +36,9 @@ std::vector<MetricDescription> AttributionSourcesCollector::Describe() const {
   };
   if (mapping_ != nullptr) add(mapping_->SelfMetrics(), "mapping directory watcher");
   if (slurm_ != nullptr) add(slurm_->MetricFamilies(), "scontrol");
+  if (kubelet_ != nullptr) {
+    for (const MetricDescription& d : KubeletPodSource::Describe()) out.push_back(d);
+  }
   return out;
 }
 

@@ -6,10 +6,10 @@ prometheus-operator's types, the API's schema as server-side apply checks it, st
 validator is shown to fail on a misspelt field, a wrong type, a duplicate list key, a missing kind or
 apiVersion and a selector that selects nothing, and values.schema.json to refuse
 bad values. The least-privilege table of deploy/kubernetes/README.md is checked feature by feature on the
-rendered pod. The chart cannot drift from the agent: every flag it passes is in `gpuscope-agent --help`
-(or, until the agent has it, in deploy/kubernetes/agent-flags-pending.txt), every key of its agent.yml is a key
-of the agent's configuration reference (--print-config-docs) with a value of the same type, and the agent
-runs a collection on the simulator with each rendered agent.yml and container args (Hostname = the node).
+rendered pod. The chart cannot drift from the agent: every flag it passes is in `gpuscope-agent --help`,
+every key of its agent.yml is a key of the agent's configuration reference (--print-config-docs) with a
+value of the same type, and the agent runs a collection on the simulator with each rendered agent.yml and
+container args (Hostname = the node).
 
 Usage: kubernetes_deploy_test.py HELM KUBEVALIDATE AGENT REPO_ROOT SIM_LIBRARY"""
 
@@ -28,7 +28,6 @@ import unittest_main  # noqa: E402
 
 HELM, KUBEVALIDATE, AGENT, ROOT, SIM = sys.argv[1:6]
 CHART = os.path.join(ROOT, "deploy", "kubernetes", "helm", "gpuscope")
-PENDING = os.path.join(ROOT, "deploy", "kubernetes", "agent-flags-pending.txt")
 VALUES = {
     "default": [],
     "minimal": [os.path.join(CHART, "ci", "minimal-values.yaml")],
@@ -320,8 +319,6 @@ class ChartMatchesTheAgent(unittest.TestCase):
     def setUpClass(cls):
         help_text = subprocess.run([AGENT, "--help"], capture_output=True, text=True, timeout=30, check=True).stdout
         cls.agent_flags = set(re.findall(r"--(?:no-)?([a-z][a-z0-9.-]*[a-z0-9])", help_text))
-        with open(PENDING) as f:
-            cls.pending = {line.strip() for line in f if line.strip() and not line.startswith("#")}
         docs_text = subprocess.run([AGENT, "--print-config-docs"], capture_output=True, text=True, timeout=30,
                                    check=True).stdout
         block = re.search(r"```yaml\n(.*?)```", docs_text, re.S).group(1)
@@ -331,12 +328,8 @@ class ChartMatchesTheAgent(unittest.TestCase):
         self.assertIn("web.listen-address", self.agent_flags)  # the --help parse found the flags
         for name, files in VALUES.items():
             with self.subTest(values=name):
-                unknown = flags_of(agent_container(render(files))) - self.agent_flags - self.pending
+                unknown = flags_of(agent_container(render(files))) - self.agent_flags
                 self.assertEqual(unknown, set(), "flags the agent does not have")
-
-    def test_pending_flags_are_not_in_the_agent_yet(self):
-        landed = self.pending & self.agent_flags
-        self.assertEqual(landed, set(), f"the agent has these now: remove them from {PENDING}")
 
     def test_every_config_key_exists_in_the_agent_with_its_type(self):
         self.assertIn("sinks.remote_write.urls", self.agent_keys)
@@ -348,7 +341,7 @@ class ChartMatchesTheAgent(unittest.TestCase):
 
     def test_the_agent_runs_with_each_rendered_config_and_args(self):
         # The rendered agent.yml and container args as they are (the args' $(NODE_NAME) expanded as the kubelet
-        # does; flags still pending in the agent left out), with the node's paths moved to this machine by flags
+        # does), with the node's paths moved to this machine by flags
         # given after them: the simulator for NVML, this machine's /proc and /sys, a scratch state directory.
         for name, files in VALUES.items():
             with self.subTest(values=name), tempfile.TemporaryDirectory() as tmp:
@@ -361,8 +354,6 @@ class ChartMatchesTheAgent(unittest.TestCase):
                     flag = re.match(r"--([a-z0-9.-]+)", arg).group(1)
                     if flag == "config":
                         arg = f"--config={config}"
-                    elif flag in self.pending:
-                        continue
                     args.append(arg.replace("$(NODE_NAME)", "gpu-node-7"))
                 env = dict(os.environ, GPUSCOPE_SIM_SCENARIO=os.path.join(ROOT, "sim", "scenarios",
                                                                           "h100-training.yaml"))

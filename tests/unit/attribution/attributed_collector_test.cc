@@ -1,6 +1,8 @@
 // The attribution layer on the GPU collector's output: hpc_job labels as dcgm-exporter adds them (from
 // each sample's subject, never its labels), the join series, allocated GPUs without a process and
-// allocated GPUs idle over the window.
+// allocated GPUs idle over the window; with Kubernetes, the namespace, pod and container labels from
+// PodTable views (copies per holding container, MIG instances, process series) and the gpuscope_k8s_*
+// series.
 #include "src/attribution/attributed_collector.h"
 
 #include <gmock/gmock.h>
@@ -39,12 +41,14 @@ SampleSubject On(int gpu, uint32_t pid = 0) { return {gpu, SampleSubject::kNone,
 
 // Stands in for the GPU collector: four GPUs; GPU 0 runs pids 1001 and 1002 (job 1234 in the proc
 // fixture), GPU 1 runs pid 5001 (job 4321 through environ), GPUs 2 and 3 run nothing. GPU i's
-// utilisation is `utilisation[i]` (ratio). Like the GPU collector, it publishes its inventory to the node
-// state and marks every sample with its subject.
+// utilisation is `utilisation[i]` (ratio). With `mig`, GPU 3 has MIG instances 1 (MIG device "MIG-3-1")
+// and 2 ("MIG-3-2"), each with a gpuscope_mig_memory_used_bytes sample. Like the GPU collector, it
+// publishes its inventory to the node state and marks every sample with its subject.
 class FakeGpuCollector : public Collector {
  public:
-  FakeGpuCollector(NodeState* node, const double* utilisation, const HistogramValue* histogram = nullptr)
-      : node_(node), utilisation_(utilisation), histogram_(histogram) {}
+  FakeGpuCollector(NodeState* node, const double* utilisation, const HistogramValue* histogram = nullptr,
+                   bool mig = false)
+      : node_(node), utilisation_(utilisation), histogram_(histogram), mig_(mig) {}
   std::string_view Name() const override { return "gpu"; }
   Status Collect(std::vector<MetricFamily>& out) override {
     MetricFamily up{"gpuscope_gpu_up", "", MetricType::kGauge, "", {}};
@@ -77,8 +81,17 @@ class FakeGpuCollector : public Collector {
     inventory.processes = {{0, SampleSubject::kNone, 1001, 1000000000},
                            {0, SampleSubject::kNone, 1002, 1000000000},
                            {1, SampleSubject::kNone, 5001, 1000000000}};
+    MetricFamily mig_memory{"gpuscope_mig_memory_used_bytes", "", MetricType::kGauge, "", {}};
+    if (mig_) {
+      for (uint32_t gi : {1u, 2u}) {
+        inventory.devices[3].mig.push_back({gi, "1g.10gb", {"MIG-3-" + std::to_string(gi)}, std::nullopt});
+        mig_memory.samples.push_back({With(GpuLabels(3), "GPU_I_ID", std::to_string(gi)), 1e9,
+                                      SampleSubject{3, static_cast<int32_t>(gi), 0}});
+      }
+    }
     node_->PublishGpuInventory(std::move(inventory));
     out = {up, util, processes, memory};
+    if (mig_) out.push_back(std::move(mig_memory));
     if (histogram_ != nullptr) {  // a histogram per GPU, the same value on each
       MetricFamily latency{"gpu_kernel_seconds", "", MetricType::kHistogram, "seconds", {}};
       auto value = std::make_shared<const HistogramValue>(*histogram_);
@@ -95,6 +108,7 @@ class FakeGpuCollector : public Collector {
   NodeState* node_;
   const double* utilisation_;
   const HistogramValue* histogram_;
+  bool mig_;
 };
 
 const MetricFamily* Find(const std::vector<MetricFamily>& families, std::string_view name) {
@@ -116,7 +130,7 @@ class AttributedCollectorTest : public ::testing::Test {
   std::unique_ptr<AttributedCollector> Make(AttributionOptions options = {}) {
     if (!options.now) options.now = [this] { return now_; };
     return std::make_unique<AttributedCollector>(
-        std::make_unique<FakeGpuCollector>(&node_, utilisation_, histogram_), &node_,
+        std::make_unique<FakeGpuCollector>(&node_, utilisation_, histogram_, mig_), &node_,
         std::make_unique<ProcResolver>(GPUSCOPE_PROC_FIXTURE), std::move(options));
   }
   // The value of `family` for `job`; -1 when absent.
@@ -127,6 +141,7 @@ class AttributedCollectorTest : public ::testing::Test {
   JobTable& table_ = node_.jobs();
   double utilisation_[4] = {0.0, 0.1, 0.2, 0.3};
   const HistogramValue* histogram_ = nullptr;  // set: the collector adds a histogram family
+  bool mig_ = false;                           // set: GPU 3 has MIG instances 1 and 2
   std::chrono::steady_clock::time_point now_{};
 };
 
@@ -342,6 +357,203 @@ TEST_F(AttributedCollectorTest, DescribeAddsHpcJobAndTheJoinFamilies) {
   bool join = false;
   for (const auto& d : described) join = join || d.name == "gpuscope_gpu_allocated_idle";
   EXPECT_TRUE(join);
+}
+
+// ---- Kubernetes: pod labels and the gpuscope_k8s_* series from PodTable views ----------------------
+
+PodDeviceAllocation Held(std::string device, std::string resource, std::string ns, std::string pod,
+                         std::string container, bool replica = false) {
+  return {std::move(device), std::move(resource), replica,
+          std::move(ns),     std::move(pod),      std::move(container)};
+}
+
+AttributionOptions WithKubernetes() {
+  AttributionOptions options;
+  options.kubernetes = true;
+  return options;
+}
+
+// "gpu:namespace/pod/container" of each sample of `family`, in order.
+std::vector<std::string> PodsOn(const std::vector<MetricFamily>& out, std::string_view family) {
+  std::vector<std::string> pods;
+  const MetricFamily* f = Find(out, family);
+  if (f == nullptr) return pods;
+  for (const Sample& s : f->samples) {
+    const std::string instance = Label(s, "GPU_I_ID");
+    pods.push_back(Label(s, "gpu") + (instance == "<absent>" || instance.empty() ? "" : "." + instance) +
+                   ":" + Label(s, "namespace") + "/" + Label(s, "pod") + "/" + Label(s, "container"));
+  }
+  return pods;
+}
+
+// The value of a per-resource node count; -1 when absent.
+double Count(const std::vector<MetricFamily>& out, std::string_view family, std::string_view resource) {
+  const MetricFamily* f = Find(out, family);
+  if (f == nullptr) return -1;
+  for (const Sample& s : f->samples) {
+    if (Label(s, "resource") == resource) return s.value;
+  }
+  return -1;
+}
+
+TEST_F(AttributedCollectorTest, EveryGpuSeriesGetsTheNamespacePodAndContainerHoldingItsGpu) {
+  node_.pods().UpdateDevices({{Held("GPU-2", "nvidia.com/gpu", "ml", "trainer-0", "trainer")}, {}, {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "DCGM_FI_DEV_GPU_UTIL"),
+            (std::vector<std::string>{"0://", "1://", "2:ml/trainer-0/trainer", "3://"}))
+      << "free GPUs keep the labels, empty";
+  const MetricFamily* util = Find(out, "DCGM_FI_DEV_GPU_UTIL");
+  EXPECT_EQ(Label(util->samples[0], "hpc_job"), "1234") << "hpc_job stays beside the pod labels";
+}
+
+TEST_F(AttributedCollectorTest, PodLabelsFollowTheKubeletsViewInTheNextCycleWhenAPodMovesOrEnds) {
+  node_.pods().UpdateDevices({{Held("GPU-2", "nvidia.com/gpu", "ml", "trainer-0", "trainer")}, {}, {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  node_.pods().UpdateDevices({{Held("GPU-3", "nvidia.com/gpu", "ml", "trainer-1", "trainer")}, {}, {}});
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "DCGM_FI_DEV_GPU_UTIL"),
+            (std::vector<std::string>{"0://", "1://", "2://", "3:ml/trainer-1/trainer"}));
+  node_.pods().UpdateDevices({});
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "DCGM_FI_DEV_GPU_UTIL"), (std::vector<std::string>{"0://", "1://", "2://", "3://"}));
+  EXPECT_TRUE(Find(out, "gpuscope_k8s_gpu_allocation_info")->samples.empty());
+}
+
+TEST_F(AttributedCollectorTest, ATimeSlicedGpuGetsOneCopyOfEachSeriesPerHoldingContainer) {
+  node_.pods().UpdateDevices({{Held("GPU-3", "nvidia.com/gpu", "notebooks", "alice", "notebook", true),
+                               Held("GPU-3", "nvidia.com/gpu", "notebooks", "bob", "notebook", true)},
+                              {{"GPU-3", "nvidia.com/gpu", 2}},
+                              {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_up"),
+            (std::vector<std::string>{"0://", "1://", "2://", "3:notebooks/alice/notebook",
+                                      "3:notebooks/bob/notebook"}));
+  const MetricFamily* info = Find(out, "gpuscope_k8s_gpu_allocation_info");
+  ASSERT_EQ(info->samples.size(), 2u);
+  for (const Sample& s : info->samples) {
+    EXPECT_EQ(Label(s, "shared"), "true");
+    EXPECT_EQ(Label(s, "resource"), "nvidia.com/gpu");
+    EXPECT_EQ(Label(s, "UUID"), "GPU-3") << "the GPU's identity labels, for joins";
+  }
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "nvidia.com/gpu"), 2) << "two replicas, two units";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/gpu"), 2);
+}
+
+TEST_F(AttributedCollectorTest, JobsAndPodsOnOneNodeGiveEachCombinationItsCopy) {
+  table_.Update(AttributionSource::kMapping, {{{"2", "700", "", ""}}, {}});
+  node_.pods().UpdateDevices(
+      {{Held("GPU-2", "nvidia.com/gpu", "a", "p", "c"), Held("GPU-2", "nvidia.com/gpu", "b", "q", "d", true)},
+       {},
+       {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  std::vector<std::string> on_gpu2;
+  for (const Sample& s : Find(out, "DCGM_FI_DEV_GPU_UTIL")->samples) {
+    if (Label(s, "gpu") == "2") on_gpu2.push_back(Label(s, "hpc_job") + ":" + Label(s, "pod"));
+  }
+  EXPECT_EQ(on_gpu2, (std::vector<std::string>{"700:p", "700:q"}));
+}
+
+TEST_F(AttributedCollectorTest, AMigInstancesSeriesGetTheHolderOfItsMigDeviceAndTheParentKeepsItsOwn) {
+  mig_ = true;
+  node_.pods().UpdateDevices({{Held("MIG-3-1", "nvidia.com/mig-1g.10gb", "inference", "llm-0", "server"),
+                               // A MIG device under nvidia.com/gpu (the single strategy): joined by its form.
+                               Held("MIG-3-2", "nvidia.com/gpu", "inference", "embed-0", "server")},
+                              {{"MIG-3-1", "nvidia.com/mig-1g.10gb", 1}, {"MIG-3-2", "nvidia.com/gpu", 1}},
+                              {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_mig_memory_used_bytes"),
+            (std::vector<std::string>{"3.1:inference/llm-0/server", "3.2:inference/embed-0/server"}));
+  EXPECT_EQ(PodsOn(out, "DCGM_FI_DEV_GPU_UTIL")[3], "3://") << "no pod holds the whole GPU";
+  EXPECT_EQ(PodsOn(out, "gpuscope_k8s_gpu_allocation_info"),
+            (std::vector<std::string>{"3.1:inference/llm-0/server", "3.2:inference/embed-0/server"}));
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/mig-1g.10gb"), 1);
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/gpu"), 1);
+}
+
+TEST_F(AttributedCollectorTest, AProcessSeriesGetsThePodOnlyWhenExactlyOnePodHoldsItsGpu) {
+  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "ml", "trainer-0", "trainer"),
+                               Held("GPU-1", "nvidia.com/gpu", "n", "alice", "nb", true),
+                               Held("GPU-1", "nvidia.com/gpu", "n", "bob", "nb", true)},
+                              {},
+                              {}});
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0:ml/trainer-0/trainer", "0:ml/trainer-0/trainer", "1://"}))
+      << "a process on a GPU two pods share is not guessed into one of them";
+}
+
+TEST_F(AttributedCollectorTest, NodeCountsPerResourceAndTheIdleAllocationUseTheJobsIdleSignal) {
+  // GPU 0: two processes, no work; GPU 2: 20% busy; GPU 3: nothing at all. A device of another node
+  // (GPU-9) counts as allocated in the kubelet's units but joins nothing; an FPGA is no GPU.
+  node_.pods().UpdateDevices(
+      {{Held("GPU-0", "nvidia.com/gpu", "a", "p0", "c"), Held("GPU-2", "nvidia.com/gpu", "a", "p2", "c"),
+        Held("GPU-3", "nvidia.com/gpu", "a", "p3", "c"), Held("GPU-9", "nvidia.com/gpu", "a", "p9", "c"),
+        Held("fpga-0", "example.com/fpga", "a", "f", "c")},
+       {{"GPU-0", "nvidia.com/gpu", 1},
+        {"GPU-1", "nvidia.com/gpu", 1},
+        {"GPU-2", "nvidia.com/gpu", 1},
+        {"GPU-3", "nvidia.com/gpu", 1},
+        {"fpga-0", "example.com/fpga", 1}},
+       {}});
+  utilisation_[3] = 0.0;
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "nvidia.com/gpu"), 4);
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/gpu"), 4);
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 2)
+      << "GPU 0 runs processes, GPU 2 works";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated_idle", "nvidia.com/gpu"), 0) << "not yet a whole window";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "example.com/fpga"), -1) << "not a GPU resource";
+  now_ += AttributedCollector::kIdleWindow;
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated_idle", "nvidia.com/gpu"), 2) << "GPUs 0 and 3";
+  std::vector<std::string> idle;
+  for (const Sample& s : Find(out, "gpuscope_k8s_gpu_allocated_idle")->samples) {
+    idle.push_back(Label(s, "pod") + "=" + std::to_string(static_cast<int>(s.value)));
+  }
+  EXPECT_EQ(idle, (std::vector<std::string>{"p0=1", "p2=0", "p3=1"}));
+}
+
+TEST_F(AttributedCollectorTest, NodeCountsAreAbsentUntilTheKubeletFirstAnswered) {
+  auto collector = Make(WithKubernetes());
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_TRUE(Find(out, "gpuscope_k8s_gpus_allocatable")->samples.empty());
+  EXPECT_EQ(PodsOn(out, "DCGM_FI_DEV_GPU_UTIL"), (std::vector<std::string>{"0://", "1://", "2://", "3://"}));
+}
+
+TEST_F(AttributedCollectorTest, WithoutKubernetesNoPodLabelsAndNoK8sSeries) {
+  node_.pods().UpdateDevices({{Held("GPU-2", "nvidia.com/gpu", "ml", "trainer-0", "trainer")}, {}, {}});
+  auto collector = Make();
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(Label(Find(out, "DCGM_FI_DEV_GPU_UTIL")->samples[2], "pod"), "<absent>");
+  EXPECT_EQ(Find(out, "gpuscope_k8s_gpu_allocation_info"), nullptr);
+}
+
+TEST_F(AttributedCollectorTest, DescribeAddsThePodLabelsWithKubernetes) {
+  auto described = Make(WithKubernetes())->Describe();
+  ASSERT_FALSE(described.empty());
+  EXPECT_EQ(described[0].labels, (std::vector<std::string>{"hpc_job", "namespace", "pod", "container"}));
+  bool counts = false;
+  for (const auto& d : described) counts = counts || d.name == "gpuscope_k8s_gpus_in_use";
+  EXPECT_TRUE(counts);
 }
 
 }  // namespace
