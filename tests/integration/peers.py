@@ -220,8 +220,9 @@ class PodResources:
 
     def __init__(self, binary, scenario, start=True, socket_mode="0600"):
         self.binary = binary
-        self.workdir = tempfile.mkdtemp(prefix="gpuscope-podresources-")
-        self.socket = os.path.join(self.workdir, "pod-resources", "kubelet.sock")
+        # Short names: a unix socket path has at most 107 bytes, and the demo's tests nest temporary folders.
+        self.workdir = tempfile.mkdtemp(prefix="gpuscope-kubelet-")
+        self.socket = os.path.join(self.workdir, "pr", "kubelet.sock")
         self.scenario_path = os.path.join(self.workdir, "scenario.json")
         self.log_path = os.path.join(self.workdir, "podresources.log")
         self.socket_mode = socket_mode
