@@ -133,8 +133,9 @@ const std::vector<MetricDescription>& Descriptions() {
        "PodTable + GPU utilisation"},
       {"gpuscope_k8s_gpus_in_use",
        MetricType::kGauge,
-       "With --kubernetes: allocated GPU devices running a process or at 5% utilisation or more this "
-       "cycle, per resource name.",
+       "With --kubernetes: allocated GPU devices at 5% utilisation or more this cycle (where the "
+       "utilisation is unknown, a MIG instance without GPM: running a process), per resource name. An "
+       "idle GPU held by a process is not in use.",
        "",
        {"resource"},
        "PodTable + NVML processes and utilisation"},
@@ -467,9 +468,12 @@ KubernetesFamilies KubernetesSeries(const GpuInventory& inventory, const PodTabl
       std::optional<bool> idle = IdleWindow(*device, instance, window, now, quiet_since, watched);
       if (idle) out.allocated_idle.samples.push_back({std::move(base), *idle ? 1.0 : 0.0, subject});
       std::optional<double> utilisation = device->up ? Utilisation(*device, instance) : std::nullopt;
-      known->second = {idle.value_or(false),
-                       RunsAProcess(inventory, *device, instance) ||
-                           (utilisation && *utilisation >= AttributedCollector::kIdleUtilisation)};
+      // In use: working this cycle (utilisation at kIdleUtilisation or more); where the utilisation is
+      // unknown (a MIG instance without GPM), running a process. A process that only holds memory on an
+      // idle GPU (an idle notebook kernel) is not use: that GPU is counted in allocated_idle instead.
+      const bool working = utilisation ? *utilisation >= AttributedCollector::kIdleUtilisation
+                                       : RunsAProcess(inventory, *device, instance);
+      known->second = {idle.value_or(false), working};
     }
     if (known->second.first) counts.idle += 1;
     if (known->second.second) counts.in_use += 1;

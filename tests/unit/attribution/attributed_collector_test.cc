@@ -515,14 +515,15 @@ TEST_F(AttributedCollectorTest, NodeCountsPerResourceAndTheIdleAllocationUseTheJ
   ASSERT_TRUE(collector->Collect(out).ok());
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "nvidia.com/gpu"), 4);
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated", "nvidia.com/gpu"), 4);
-  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 2)
-      << "GPU 0 runs processes, GPU 2 works";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 1)
+      << "GPU 2 works; GPU 0's processes only hold it (held, not used)";
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated_idle", "nvidia.com/gpu"), 0) << "not yet a whole window";
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocatable", "example.com/fpga"), -1) << "not a GPU resource";
   now_ += AttributedCollector::kIdleWindow;
   out.clear();
   ASSERT_TRUE(collector->Collect(out).ok());
   EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_allocated_idle", "nvidia.com/gpu"), 2) << "GPUs 0 and 3";
+  EXPECT_EQ(Count(out, "gpuscope_k8s_gpus_in_use", "nvidia.com/gpu"), 1) << "in use and idle never overlap";
   std::vector<std::string> idle;
   for (const Sample& s : Find(out, "gpuscope_k8s_gpu_allocated_idle")->samples) {
     idle.push_back(Label(s, "pod") + "=" + std::to_string(static_cast<int>(s.value)));
