@@ -10,7 +10,7 @@
 #include "src/core/log.h"
 #include "src/parsers/text.h"
 #include "src/platform/file.h"
-#include "src/sinks/push/http_client.h"
+#include "src/platform/http_client.h"
 
 namespace gpuscope {
 namespace {

@@ -34,7 +34,7 @@
 #include "src/core/metric.h"
 #include "src/core/mutex.h"
 #include "src/core/status.h"
-#include "src/sinks/push/http_client.h"
+#include "src/platform/http_client.h"
 #include "src/sinks/push_sink.h"
 #include "src/sinks/queue/durable_queue.h"
 

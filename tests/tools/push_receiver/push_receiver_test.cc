@@ -16,7 +16,7 @@
 
 #include "src/sinks/loki/loki_push.h"
 #include "src/sinks/otlp/otlp_logs.h"
-#include "src/sinks/push/http_client.h"
+#include "src/platform/http_client.h"
 #include "tests/tools/push_receiver/push_decoder.h"
 #include "tests/unit/sinks/prometheus/test_client.h"
 

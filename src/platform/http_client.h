@@ -1,4 +1,5 @@
-// HttpClient: the push sinks' HTTP client (Loki, OTLP), a thin owner of one libcurl easy handle driven by
+// HttpClient: the agent's HTTP client (the push sinks' POSTs to Loki, OTLP and remote_write receivers; the
+// Kubernetes API server's GETs), a thin owner of one libcurl easy handle driven by
 // one multi handle. It POSTs a body to one URL (http:// or https://), or GETs a path below it (the
 // Kubernetes API server's objects), and keeps the connection for the next request; libcurl does the rest:
 //   - proxies from the environment, as libcurl reads them: for an https:// URL `https_proxy` or

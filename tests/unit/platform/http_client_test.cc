@@ -1,4 +1,4 @@
-#include "src/sinks/push/http_client.h"
+#include "src/platform/http_client.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "src/sinks/push/http_client.h"
+#include "src/platform/http_client.h"
 
 #include <unistd.h>
 
