@@ -299,7 +299,6 @@ class Fleet:
                 self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
                                                                [*listen, *kubernetes, *extra_agent_args])
                 self._start_trainer(node)
-                self._place_pods(node)
             alerting = ""
             if alertmanager_config:
                 self.receiver = WebhookReceiver(receiver_log or os.path.join(self.workdir, "webhook.log"),
@@ -322,6 +321,10 @@ class Fleet:
                                                  rule_files=rule_files, job_name="gpuscope",
                                                  scrape_extra=scrape_extra, extra_config=alerting,
                                                  port=wanted("prometheus"))
+            # Pods are placed once Prometheus scrapes: waiting for a Kubernetes node's GPUs and processes
+            # must not delay the first scrapes, which the scenarios' early faults need.
+            for node in nodes:
+                self._place_pods(node)
         except BaseException:
             self.stop()
             raise
