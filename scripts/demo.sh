@@ -37,6 +37,9 @@ otelcol=$(sed -n 's/^GPUSCOPE_OTELCOL_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>
 # Likewise the kubelet's pod-resources stand-in, for the Kubernetes node's pods.
 podresources=$(sed -n 's/^GPUSCOPE_PODRESOURCES_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [ -x "$podresources" ] && args+=(--podresources "$podresources")
+# And the API-server stand-in: the pods' uids (which tie its GPU processes to pods), owners and team labels.
+kubeapi=$(sed -n 's/^GPUSCOPE_KUBEAPI_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+[ -x "$kubeapi" ] && args+=(--kubeapi "$kubeapi")
 
 # Every process of the stack and every temporary file lives under one process group and one folder.
 tmp=$(mktemp -d -t gpuscope-demo.XXXXXX)

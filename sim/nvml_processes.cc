@@ -31,9 +31,14 @@ std::vector<nvmlProcessInfo_t> Processes(const Call& c, const GpuState& st) {
   if (n == 0) return list;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   if (g.mig.empty()) {
+    const std::vector<double>& shares = g.workload.process_memory_shares;
+    double total = 0;
+    for (double share : shares) total += share;
     for (unsigned i = 0; i < n; ++i) {
-      list.push_back({c.sim->Pid(c.gpu, i), static_cast<unsigned long long>(st.mem_used_gib * kGiB / n),
-                      kNoInstance, kNoInstance});
+      const double fraction = shares.size() == n ? shares[i] / total : 1.0 / n;
+      list.push_back({c.sim->Pid(c.gpu, i),
+                      static_cast<unsigned long long>(st.mem_used_gib * kGiB * fraction), kNoInstance,
+                      kNoInstance});
     }
     return list;
   }

@@ -106,9 +106,9 @@ void SetKindDefaults(Workload& w, WorkloadKind kind) {
 void ApplyWorkload(Workload& w, const YAML::Node& node, const std::string& where) {
   CheckKeys(
       node, where,
-      {"type", "memory_gib", "processes", "process_name", "power_intensity", "nvlink_fraction",
-       "encoder_util", "decoder_util", "step_s", "compute_fraction", "allreduce_util", "checkpoint_every_s",
-       "checkpoint_s", "memory_saw_gib", "peak_hour", "min_util", "max_util", "noise"});
+      {"type", "memory_gib", "processes", "process_memory_shares", "process_name", "power_intensity",
+       "nvlink_fraction", "encoder_util", "decoder_util", "step_s", "compute_fraction", "allreduce_util",
+       "checkpoint_every_s", "checkpoint_s", "memory_saw_gib", "peak_hour", "min_util", "max_util", "noise"});
   Opt(node, where, "type", [&](const YAML::Node& n, const std::string& at) {
     const std::string type = String(n, at);
     if (type == "training") {
@@ -129,6 +129,17 @@ void ApplyWorkload(Workload& w, const YAML::Node& node, const std::string& where
   Opt(node, where, "processes",
       [&](const YAML::Node& n, const std::string& at) { w.processes = Unsigned(n, at, 0, 64); });
   if (!node["processes"] && w.kind == WorkloadKind::kIdle) w.processes = w.memory_gib > 0 ? 1 : 0;
+  Opt(node, where, "process_memory_shares", [&](const YAML::Node& n, const std::string& at) {
+    if (!n.IsSequence()) Fail(at, "a list of weights, one per process");
+    w.process_memory_shares.clear();
+    for (size_t i = 0; i < n.size(); ++i) {
+      w.process_memory_shares.push_back(Number(n[i], at + "[" + std::to_string(i) + "]", 0.001, 1000));
+    }
+  });
+  if (!w.process_memory_shares.empty() && w.process_memory_shares.size() != w.processes) {
+    Fail(where + ".process_memory_shares", std::to_string(w.process_memory_shares.size()) + " weights for " +
+                                               std::to_string(w.processes) + " processes");
+  }
   Opt(node, where, "process_name",
       [&](const YAML::Node& n, const std::string& at) { w.process_name = String(n, at); });
   num("power_intensity", w.power_intensity, 0, 1.5);

@@ -24,6 +24,8 @@ struct Workload {
   WorkloadKind kind = WorkloadKind::kIdle;
   double memory_gib = 0;   // held by the process(es)
   unsigned processes = 0;  // compute processes on the GPU
+  // How the memory is split between the processes (weights, one per process, in pid order); empty: evenly.
+  std::vector<double> process_memory_shares;
   std::string process_name = "python3";
   double power_intensity = 0.95;  // power demand at 100% activity, as a fraction of TDP above idle
   double nvlink_fraction = 0;     // NVLink use while communicating, fraction of link bandwidth

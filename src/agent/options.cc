@@ -166,7 +166,8 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "attribution.proc",
      .flag = "attribution.proc",
      .field = &AgentConfig::attribution_proc,
-     .help = "Attribute GPU processes to jobs through /proc/<pid>/cgroup and environ."},
+     .help = "Attribute GPU processes to Slurm jobs through /proc/<pid>/cgroup and environ, and to "
+             "Kubernetes pods through the pod UID in /proc/<pid>/cgroup."},
     {.yaml = "attribution.device_map_file",
      .flag = "attribution.device-map-file",
      .field = &AgentConfig::device_map_file,

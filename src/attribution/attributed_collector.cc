@@ -243,17 +243,41 @@ std::vector<Holder> HoldersOf(const std::vector<const Allocation*>& jobs,
   return out;
 }
 
-// The holder of a process series: its own process's job, and the pod when exactly one pod holds its GPU
-// (the container too when exactly one container of it does).
-Holder ProcessHolder(std::string_view job, const std::vector<const PodDeviceAllocation*>& pods) {
+// The holder of a process series: its own process's job, and its own pod among those holding its GPU:
+// the one whose API-server uid is the pod UID in the process's cgroup (`pod_uid`); failing that, when
+// exactly one pod holds the GPU, that pod, unless both UIDs are known and differ (a process of another
+// pod that sees the GPU). The container when that pod has exactly one container on the GPU. A process on
+// a GPU several pods share whose UID matches none of them (no API server, a pod outside any kubepods
+// cgroup) gets no pod: it is never guessed into one of them.
+Holder ProcessHolder(std::string_view job, std::string_view pod_uid,
+                     const std::vector<const PodDeviceAllocation*>& pods, const PodTable::View& view) {
   Holder h{job, "", "", ""};
   if (pods.empty()) return h;
-  for (const PodDeviceAllocation* p : pods) {
-    if (p->namespace_name != pods[0]->namespace_name || p->pod != pods[0]->pod) return h;
+  auto uid_of = [&](const PodDeviceAllocation* p) -> std::string_view {
+    const PodMetadata* metadata = view.Metadata(PodRef{p->namespace_name, p->pod});
+    return metadata != nullptr ? std::string_view(metadata->uid) : std::string_view();
+  };
+  const PodDeviceAllocation* chosen = nullptr;
+  if (!pod_uid.empty()) {
+    auto match = std::find_if(pods.begin(), pods.end(),
+                              [&](const PodDeviceAllocation* p) { return uid_of(p) == pod_uid; });
+    if (match != pods.end()) chosen = *match;
   }
-  h.namespace_name = pods[0]->namespace_name;
-  h.pod = pods[0]->pod;
-  if (pods.size() == 1) h.container = pods[0]->container;
+  auto same_pod = [](const PodDeviceAllocation* a, const PodDeviceAllocation* b) {
+    return a->namespace_name == b->namespace_name && a->pod == b->pod;
+  };
+  if (chosen == nullptr && std::all_of(pods.begin(), pods.end(),
+                                       [&](const PodDeviceAllocation* p) { return same_pod(p, pods[0]); })) {
+    const std::string_view holder_uid = uid_of(pods[0]);
+    if (pod_uid.empty() || holder_uid.empty()) chosen = pods[0];
+  }
+  if (chosen == nullptr) return h;
+  h.namespace_name = chosen->namespace_name;
+  h.pod = chosen->pod;
+  if (std::count_if(pods.begin(), pods.end(),
+                    [&](const PodDeviceAllocation* p) { return same_pod(p, chosen); }) == 1) {
+    h.container = chosen->container;
+  }
   return h;
 }
 
@@ -261,8 +285,8 @@ Holder ProcessHolder(std::string_view job, const std::vector<const PodDeviceAllo
 // copy per holder when several jobs or containers share a GPU. A process series gets its own process's
 // job instead. The label sets come from `cache`: while a job or pod holds a GPU, its series get the same
 // shared set every cycle.
-void AddHolderLabels(const JobTable::View& view, const PodsByKey& pods, HolderLabels which,
-                     const ProcResolver* resolver, LabelSetCache& cache,
+void AddHolderLabels(const JobTable::View& view, const PodTable::View& pod_view, const PodsByKey& pods,
+                     HolderLabels which, const ProcResolver* resolver, LabelSetCache& cache,
                      std::vector<MetricFamily>& families) {
   // The holders of each GPU or MIG instance, looked up once per cycle.
   std::map<std::pair<int32_t, int32_t>, std::vector<Holder>> holders_by_subject;
@@ -288,7 +312,10 @@ void AddHolderLabels(const JobTable::View& view, const PodsByKey& pods, HolderLa
     const SampleSubject& subject = sample.subject;
     const std::string job = subject.pid != 0 && resolver ? resolver->JobOf(subject.pid) : std::string();
     Holder h{job, "", "", ""};
-    if (subject.pid != 0 && subject.gpu != SampleSubject::kNone) h = ProcessHolder(job, pods_of(subject));
+    if (subject.pid != 0 && subject.gpu != SampleSubject::kNone) {
+      const std::string pod_uid = which.pod && resolver ? resolver->PodUidOf(subject.pid) : std::string();
+      h = ProcessHolder(job, pod_uid, pods_of(subject), pod_view);
+    }
     sample.labels = which.On(cache, sample.labels, h);
   };
   for (MetricFamily& family : families) {
@@ -549,7 +576,7 @@ Status AttributedCollector::Collect(std::vector<MetricFamily>& out) {
   PodsByKey pods_by_key;
   if (options_.kubernetes) pods_by_key = PodsByGpuKey(*pods, node_->gpus());
   if (options_.hpc_job_label || options_.kubernetes) {
-    AddHolderLabels(*view, pods_by_key, {options_.hpc_job_label, options_.kubernetes}, resolver_.get(),
+    AddHolderLabels(*view, *pods, pods_by_key, {options_.hpc_job_label, options_.kubernetes}, resolver_.get(),
                     label_cache_, families);
   }
   const auto now = options_.now();

@@ -5,8 +5,10 @@
 // with `kubernetes` the namespace, pod and container labels (dcgm-exporter's names) from the PodTable,
 // from each sample's subject (the GPU, MIG instance or process it is about): one copy per holder when
 // several jobs or containers share a GPU (time-slicing, MPS); a MIG instance gets the holder of its MIG
-// device, else of its whole GPU; a process series gets its own process's job, and the pod when exactly
-// one pod holds its GPU; and (3) adds the join series
+// device, else of its whole GPU; a process series gets its own process's job, and its own pod: on a GPU
+// several pods share, the pod whose API-server uid (PodMetadata::uid) is the pod UID in the process's
+// cgroup (ProcResolver::PodUidOf), else none; on a GPU one pod holds, that pod unless both UIDs are known
+// and differ; and (3) adds the join series
 //   gpuscope_job_info{hpc_job,user,account,partition,job_name,...} 1
 //   gpuscope_gpu_allocation_info{<GPU identity>,GPU_I_ID,hpc_job,rank,step} 1
 //   gpuscope_gpu_allocated_idle{<GPU identity>,GPU_I_ID,hpc_job} 1 when the GPU (or MIG instance) is

@@ -146,6 +146,7 @@ std::optional<ProcResolver::ProcessInfo> ProcResolver::Load(uint32_t pid) {
   r = ReadCapped(dir + "cgroup", kMaxSmallFileBytes, content, error);
   if (r != ReadResult::kOk) return fail(r, "cgroup");
   std::optional<SlurmCgroup> cgroup = ParseProcCgroup(content);
+  if (std::optional<PodCgroup> pod = ParseProcCgroupPod(content)) info.pod_uid = std::move(pod->pod_uid);
 
   SlurmEnviron env;
   r = ReadCapped(dir + "environ", kMaxEnvironBytes + 1, content, error);
@@ -291,6 +292,11 @@ std::vector<MetricFamily> ProcResolver::SelfMetrics() const {
 std::string ProcResolver::JobOf(uint32_t pid) const {
   auto it = cache_.find(pid);
   return it == cache_.end() ? std::string() : it->second.info.job_id;
+}
+
+std::string ProcResolver::PodUidOf(uint32_t pid) const {
+  auto it = cache_.find(pid);
+  return it == cache_.end() ? std::string() : it->second.info.pod_uid;
 }
 
 }  // namespace gpuscope

@@ -1,5 +1,6 @@
 // ProcResolver: attributes the processes running on each GPU to Slurm jobs through /proc, for the
-// JobTable's kProc source. For each pid it reads <root>/<pid>/cgroup (which Slurm job cgroup holds it),
+// JobTable's kProc source, and to Kubernetes pods by UID (PodUidOf). For each pid it reads
+// <root>/<pid>/cgroup (which Slurm job cgroup, or which pod's cgroup, holds it),
 // <root>/<pid>/environ (SLURM_PROCID rank, step, user, account, partition, job name; needs root or the
 // same uid, EACCES falls back to the cgroup alone), <root>/<pid>/stat (start time, to tell a reused pid
 // from the same process) and <root>/<pid>/status (real uid when environ lacks SLURM_JOB_UID).
@@ -68,12 +69,17 @@ class ProcResolver {
   // The Slurm job of a pid listed in the last Resolve(); empty when it has none or was not listed. Lets a
   // per-process series carry its own process's job when several jobs share a GPU.
   std::string JobOf(uint32_t pid) const;
+  // The UID of the Kubernetes pod whose cgroup holds a pid listed in the last Resolve(), as the API server
+  // writes metadata.uid; empty when it is in no pod's cgroup or was not listed. Read from the same cgroup
+  // file, once per (pid, start time), as the job.
+  std::string PodUidOf(uint32_t pid) const;
 
  private:
   // What one process says about itself; job_id empty when it belongs to no Slurm job.
   struct ProcessInfo {
     uint64_t start_time = 0;
     std::string job_id;
+    std::string pod_uid;  // from a kubepods cgroup; empty outside one
     std::string step_id;
     std::string rank;
     JobInfo job;

@@ -16,9 +16,11 @@ by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hour
 variant of the alerting test shrinks.
 
 The demo's Kubernetes node (gpu-node-06) gets its pods from the pod-resources peer (PODRESOURCES, the
-kubelet's gRPC API) and the Kubernetes panels their kube-state-metrics series from the fleet's stand-in.
+kubelet's gRPC API), their uids, owners and teams from the API-server peer (KUBEAPI: with it, the processes
+on its shared GPU get their pods, which the per-pod framebuffer panel needs) and the Kubernetes panels
+their kube-state-metrics series from the fleet's stand-in.
 
-Usage: dashboards_test.py AGENT SIM_LIBRARY [PODRESOURCES]"""
+Usage: dashboards_test.py AGENT SIM_LIBRARY [--podresources PODRESOURCES] [--kubeapi KUBEAPI]"""
 
 import dataclasses
 import json
@@ -38,7 +40,15 @@ import harness  # noqa: E402
 import slurm_harness  # noqa: E402
 
 AGENT, SIM = sys.argv[1:3]
-PODRESOURCES = sys.argv[3] if len(sys.argv) > 3 else None
+
+
+def option(name):
+    """The value after `name` on the command line; None when it is not given."""
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else None
+
+
+PODRESOURCES = option("--podresources")
+KUBEAPI = option("--kubeapi")
 DASHBOARDS = os.path.join(fleet.GENERATED, "dashboards")
 DCGM_QUERIES = os.path.join(fleet.ROOT, "tests", "fixtures", "dcgm-dashboard-12239", "queries.txt")
 
@@ -51,6 +61,9 @@ SLURM_ONLY = ("gpuscope_slurm_", ":slurm_")
 # kube-state-metrics make, or the mixin's Kubernetes rules record from them (lib/kubernetes_rules.libsonnet).
 KUBERNETES_ONLY = ("gpuscope_k8s_", "kube_", "namespace_pod", "namespace:", "team:", "namespace_model:",
                    "node_resource:", "cluster_resource:", "node:kube_", "gpu_pod:", 'pod!=""')
+# Process series by pod: on the node's shared GPU a process gets its pod only from the uid in its cgroup
+# matched to the API server's, so these need the API-server peer too.
+POD_UIDS_ONLY = 'gpuscope_gpu_process_memory_bytes{'
 
 # (dashboard title, panel title [refId]) -> why the query has no data on this fleet.
 NO_DATA_HERE = {
@@ -105,7 +118,7 @@ class DashboardQueriesReturnData(unittest.TestCase):
             cls.start = time.time()
             cls.fleet = fleet.Fleet(AGENT, SIM, nodes,
                                     rule_files=[os.path.join(fleet.GENERATED, f) for f in fleet.RULE_FILES],
-                                    podresources=PODRESOURCES)
+                                    podresources=PODRESOURCES, kubeapi=KUBEAPI)
             cls.prometheus = cls.fleet.prometheus
             # Data arrives over the first tens of seconds (recording rules, rate windows, faults); wait until
             # every query that should have data has had some, or the deadline passes (the tests name the rest).
@@ -130,12 +143,18 @@ class DashboardQueriesReturnData(unittest.TestCase):
         return bool(getattr(cls.fleet, "kubelets", None))
 
     @classmethod
+    def pod_uids(cls):
+        """Whether the Kubernetes node's API server runs (pod uids, which tie processes to their pods)."""
+        return bool(getattr(cls.fleet, "api_servers", None))
+
+    @classmethod
     def expected(cls):
-        """The queries that must have data here: not allowlisted, not Slurm's without a Slurm, and not the
-        Kubernetes views' without a Kubernetes node."""
+        """The queries that must have data here: not allowlisted, not Slurm's without a Slurm, not the
+        Kubernetes views' without a Kubernetes node, and not the processes' pods without its API server."""
         return [(d, p, e) for d, p, e in cls.queries
                 if (d, p) not in NO_DATA_HERE and (cls.slurm or not any(m in e for m in SLURM_ONLY))
-                and (cls.kubernetes() or not any(m in e for m in KUBERNETES_ONLY))]
+                and (cls.kubernetes() or not any(m in e for m in KUBERNETES_ONLY))
+                and (cls.pod_uids() or not (POD_UIDS_ONLY in e and 'pod!=""' in e))]
 
     @classmethod
     def has_data(cls, expr):

@@ -5,7 +5,7 @@ records every notification, and (given its binary) an OpenTelemetry Collector th
 nodes' traces into a file. Used by the alerting and dashboard integration tests and by the demo
 (scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py and peers.py.
 
-    fleet.py demo --agent A --sim S [--otelcol C] [--podresources P] [--rules-dir D] [--speed N] [--alerts-after S]
+    fleet.py demo --agent A --sim S [--otelcol C] [--podresources P] [--kubeapi K] [--rules-dir D] [--speed N] [--alerts-after S]
 """
 
 import argparse
@@ -273,11 +273,12 @@ class Fleet:
 
     def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
                  speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None,
-                 otelcol=None, podresources=None):
+                 otelcol=None, podresources=None, kubeapi=None):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
         self.collector = None
         self.agents = {}
         self.kubelets = {}  # hostname -> peers.PodResources of a Kubernetes node (given the peer's binary)
+        self.api_servers = {}  # hostname -> peers.KubeApi of a Kubernetes node (given the peer's binary)
         self.kube_state_metrics = None
         self.trainers = []  # rank processes of the nodes' synthetic training runs
         self.receiver = None
@@ -294,11 +295,10 @@ class Fleet:
             for i, node in enumerate(nodes):
                 port = wanted("agents", i)
                 listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
-                kubernetes = self._start_kubelet(node, podresources)
+                kubernetes = self._start_kubelet(node, podresources, kubeapi)
                 self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
                                                                [*listen, *kubernetes, *extra_agent_args])
                 self._start_trainer(node)
-                self._place_pods(node)
             alerting = ""
             if alertmanager_config:
                 self.receiver = WebhookReceiver(receiver_log or os.path.join(self.workdir, "webhook.log"),
@@ -321,6 +321,10 @@ class Fleet:
                                                  rule_files=rule_files, job_name="gpuscope",
                                                  scrape_extra=scrape_extra, extra_config=alerting,
                                                  port=wanted("prometheus"))
+            # Pods are placed once Prometheus scrapes: waiting for a Kubernetes node's GPUs and processes
+            # must not delay the first scrapes, which the scenarios' early faults need.
+            for node in nodes:
+                self._place_pods(node)
         except BaseException:
             self.stop()
             raise
@@ -335,7 +339,8 @@ class Fleet:
         if node.speed or speed:
             env["GPUSCOPE_SIM_SPEED"] = str(node.speed or speed)
         # The simulated pids are not this machine's processes: a node with a job gets it from the mapping
-        # files only (/proc attribution could find strangers); a node without one reads /proc and finds none.
+        # files only (/proc attribution could find strangers); a Kubernetes node reads its fixture /proc (its
+        # processes in their pods' cgroups, _place_pods); another node without one reads /proc and finds none.
         training = []
         if node.trainer_ranks:
             training = ["--collector.training", "--collector.training.interval=1s",
@@ -349,29 +354,46 @@ class Fleet:
             "--events.file", kernel_log, "--events.state-dir", os.path.join(home, "events"),
             *training, *node.args, *extra_args])
 
-    def _start_kubelet(self, node, binary):
+    def _start_kubelet(self, node, binary, kubeapi=None):
         """For a Kubernetes node with the pod-resources peer's binary: starts the node's kubelet stand-in with
-        no pods yet (its GPU UUIDs are known once the agent runs) and returns the agent's Kubernetes flags."""
+        no pods yet (its GPU UUIDs are known once the agent runs) and, given the API-server peer's binary, the
+        cluster's API server serving the node's pods (uids, owners, team labels); returns the agent's
+        Kubernetes flags, with the node's fixture /proc (_place_pods writes its processes' pod cgroups)."""
         if not node.kubernetes or not binary:
             return []
         kubelet = peers.PodResources(binary, {"pods": [], "allocatable": []})
         self.kubelets[node.hostname] = kubelet
+        api_server = "off"
+        if kubeapi:
+            api = peers.KubeApi(kubeapi, kube_node.api_server_scenario(node.kubernetes, node.hostname))
+            self.api_servers[node.hostname] = api
+            api_server = api.url
+        procfs = os.path.join(self.workdir, node.hostname, "proc")
+        os.makedirs(procfs, exist_ok=True)
         return ["--kubernetes", "--kubernetes.pod-resources-socket", kubelet.socket,
-                "--kubernetes.node-name", node.hostname, "--kubernetes.api-server", "off"]
+                "--kubernetes.node-name", node.hostname, "--kubernetes.api-server", api_server,
+                "--path.procfs", procfs]
 
     def _place_pods(self, node):
-        """Gives a Kubernetes node's running pods their GPUs in its kubelet, by the UUIDs the agent reports."""
+        """Gives a Kubernetes node's running pods their GPUs in its kubelet, by the UUIDs the agent reports, and
+        its simulated processes their pods' cgroups in the node's fixture /proc, by the pids it reports."""
         kubelet = self.kubelets.get(node.hostname)
         if kubelet is None:
             return
         agent = self.agents[node.hostname]
-        uuids = {}
+        uuids, pids = {}, {}
+        held = sorted({g for p in node.kubernetes.running() for c in p.containers for g in c.gpus})
 
         def known():
-            uuids.update(kube_node.gpu_uuids(harness.http_get(agent.url + "/metrics")[2].decode()))
-            return uuids
+            text = harness.http_get(agent.url + "/metrics")[2].decode()
+            uuids.update(kube_node.gpu_uuids(text))
+            pids.clear()
+            pids.update(kube_node.gpu_pids(text))
+            # Every GPU a pod holds shows its processes (each held GPU of the scenario runs at least one).
+            return uuids and all(g in pids for g in held)
 
-        harness.wait_for(known, 30, f"{node.hostname}'s GPU UUIDs")
+        harness.wait_for(known, 30, f"{node.hostname}'s GPU UUIDs and processes")
+        kube_node.write_procfs(node.kubernetes, pids, os.path.join(self.workdir, node.hostname, "proc"))
         kubelet.set_scenario(kube_node.pod_resources_scenario(node.kubernetes, uuids))
 
     def _start_trainer(self, node):
@@ -421,6 +443,8 @@ class Fleet:
             agent.cleanup()
         for kubelet in self.kubelets.values():
             kubelet.cleanup()
+        for api in self.api_servers.values():
+            api.cleanup()
         if self.kube_state_metrics:
             self.kube_state_metrics.stop()
         if self.collector:
@@ -511,7 +535,7 @@ def run_demo_fleet(args, rules_dir, stop):
     fleet = Fleet(args.agent, args.sim, DEMO_NODES, rule_files=rule_files,
                   alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
                   speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS,
-                  otelcol=args.otelcol, podresources=args.podresources)
+                  otelcol=args.otelcol, podresources=args.podresources, kubeapi=args.kubeapi)
     try:
         print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
         for node in DEMO_NODES:
@@ -571,6 +595,9 @@ def main():
                                         "training node's traces; none when not given")
     demo.add_argument("--podresources", help="the pod-resources peer (tests/tools/podresources): the Kubernetes "
                                              "node's kubelet; its GPUs hold no pods when not given")
+    demo.add_argument("--kubeapi", help="the API-server peer (tests/tools/kubeapi): the Kubernetes node's pod uids, "
+                                        "owners and team labels; without it the agent runs with "
+                                        "--kubernetes.api-server=off, and processes on its shared GPU get no pod")
     demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
                                           "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")

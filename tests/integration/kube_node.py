@@ -1,15 +1,20 @@
 """A Kubernetes-style node for the simulated fleet: the pods that hold its GPUs, served to its agent by the
-pod-resources peer (the kubelet's gRPC API, tests/tools/podresources) and to Prometheus as the series
-kube-state-metrics would export for them (no API server runs here, so no real kube-state-metrics can: the
-series are written from the same pod list, with kube-state-metrics' names and labels). Used by fleet.py
+pod-resources peer (the kubelet's gRPC API, tests/tools/podresources) and the API-server peer (pods with
+their uids, owners and labels, tests/tools/kubeapi), as cgroups of its simulated GPU processes in a fixture
+/proc (the kubelet's pod cgroups, naming each pod's uid), and to Prometheus as the series
+kube-state-metrics would export for them (no real API server runs here, so no real kube-state-metrics can:
+the series are written from the same pod list, with kube-state-metrics' names and labels). Used by fleet.py
 (the demo's gpu-node-06) and the dashboard and alerting tests. Standard library only.
 """
 
 import dataclasses
+import hashlib
 import http.server
+import os
 import re
 import threading
 import time
+import uuid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +37,22 @@ class Pod:
 
     def gpu_request(self):
         return sum(len(c.gpus) for c in self.containers)
+
+    @property
+    def uid(self):
+        """The pod's metadata.uid: fixed per namespace and name, so that a run's fixture /proc and API server
+        agree."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpuscope-demo/{self.namespace}/{self.name}"))
+
+    def controller(self):
+        """(kind, name) of the pod's controlling ownerReference as the API server shows it: a Deployment's pod
+        is owned by its ReplicaSet (the pod name less its random suffix), a CronJob's by its Job; None for a
+        bare pod."""
+        if not self.owner_kind:
+            return None
+        if self.owner_kind in ("Deployment", "CronJob"):
+            return ({"Deployment": "ReplicaSet", "CronJob": "Job"}[self.owner_kind], self.name.rsplit("-", 1)[0])
+        return self.owner_kind, self.owner_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +130,80 @@ def pod_resources_scenario(node, uuids):
             containers.append(entry)
         pods.append({"namespace": pod.namespace, "name": pod.name, "containers": containers})
     return {"get": "served", "allocatable": allocatable, "pods": pods}
+
+
+def api_server_scenario(node, node_name):
+    """The API-server peer's scenario (tests/tools/kubeapi/main.go) for `node` named `node_name`: its running
+    pods on that node with their uids, controlling owners and `team` labels, and the ReplicaSets and Jobs
+    between them and their Deployments and CronJobs, so that the agent's gpuscope_k8s_pod_info resolves the
+    owners kube_node.Pod names."""
+    def owner_reference(kind, name):
+        api = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Deployment": "apps/v1", "Job": "batch/v1",
+               "CronJob": "batch/v1"}[kind]
+        return {"apiVersion": api, "kind": kind, "name": name, "controller": True,
+                "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpuscope-demo/{kind}/{name}"))}
+
+    pods, replicasets, jobs = [], [], []
+    for pod in node.running():
+        meta = {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid, "labels": {"team": pod.team}}
+        controller = pod.controller()
+        if controller:
+            meta["ownerReferences"] = [owner_reference(*controller)]
+            between = {"metadata": {"namespace": pod.namespace, "name": controller[1],
+                                    "ownerReferences": [owner_reference(pod.owner_kind, pod.owner_name)]}}
+            if controller[0] == "ReplicaSet" and between not in replicasets:
+                replicasets.append(between)
+            if controller[0] == "Job" and between not in jobs:
+                jobs.append(between)
+        pods.append({"metadata": meta, "spec": {"nodeName": node_name, "containers": [
+            {"name": c.name, "image": "registry.example.com/" + c.name} for c in pod.containers]}})
+    return {"pods": pods, "replicasets": replicasets, "jobs": jobs}
+
+
+def holders(node, gpu):
+    """The running containers holding NVML GPU `gpu`, as (pod, container), in pod order."""
+    return [(p, c) for p in node.running() for c in p.containers if gpu in c.gpus]
+
+
+def write_procfs(node, pids_by_gpu, root):
+    """A fixture /proc under `root` for the simulated processes `pids_by_gpu` ({NVML index: [pid, ...]}) of
+    `node`: <pid>/stat (proc(5), the start time fixed per pid), environ (empty) and cgroup, the cgroup v2 path
+    the kubelet's systemd cgroup driver gives a Burstable pod's container
+    (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with underscores>.slice/
+    cri-containerd-<container id>.scope). On a GPU several containers share (time-slicing) the i-th process
+    runs in the i-th holder; on a GPU of one container, every process in it. A GPU no pod holds gets no
+    entries (the agent finds no such pid: not attributed)."""
+    for gpu, pids in sorted(pids_by_gpu.items()):
+        held = holders(node, gpu)
+        for i, pid in enumerate(sorted(pids)):
+            if not held:
+                continue
+            pod, container = held[min(i, len(held) - 1)]
+            container_id = hashlib.sha256(f"{pod.uid}/{container.name}".encode()).hexdigest()
+            directory = os.path.join(root, str(pid))
+            os.makedirs(directory, exist_ok=True)
+            files = {
+                "stat": f"{pid} (python3) S 1 {pid} {pid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 {1000 + pid} "
+                        "1000000 1000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                "environ": "",
+                "cgroup": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+                          f"{pod.uid.replace('-', '_')}.slice/cri-containerd-{container_id}.scope\n",
+            }
+            for name, content in files.items():
+                with open(os.path.join(directory, name), "w") as f:
+                    f.write(content)
+
+
+def gpu_pids(metrics_text):
+    """NVML index -> pids of its processes, from an agent's gpuscope_gpu_process_memory_bytes."""
+    pids = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("gpuscope_gpu_process_memory_bytes{"):
+            gpu = re.search(r'\bgpu="(\d+)"', line)
+            pid = re.search(r'\bpid="(\d+)"', line)
+            if gpu and pid:
+                pids.setdefault(int(gpu.group(1)), set()).add(int(pid.group(1)))
+    return pids
 
 
 def _labels(pairs):

@@ -127,11 +127,14 @@ std::string Label(const Sample& sample, std::string_view name) {
 
 class AttributedCollectorTest : public ::testing::Test {
  protected:
-  std::unique_ptr<AttributedCollector> Make(AttributionOptions options = {}) {
+  // `procfs`: the fixture /proc the resolver reads (a Slurm node's by default, where the fake's pids are
+  // ranks of jobs; GPUSCOPE_K8S_PROC_FIXTURE puts them in pods' cgroups).
+  std::unique_ptr<AttributedCollector> Make(AttributionOptions options = {},
+                                            const char* procfs = GPUSCOPE_PROC_FIXTURE) {
     if (!options.now) options.now = [this] { return now_; };
     return std::make_unique<AttributedCollector>(
         std::make_unique<FakeGpuCollector>(&node_, utilisation_, histogram_, mig_), &node_,
-        std::make_unique<ProcResolver>(GPUSCOPE_PROC_FIXTURE), std::move(options));
+        std::make_unique<ProcResolver>(procfs), std::move(options));
   }
   // The value of `family` for `job`; -1 when absent.
   static double ValueFor(const std::vector<MetricFamily>& out, std::string_view family,
@@ -494,6 +497,85 @@ TEST_F(AttributedCollectorTest, AProcessSeriesGetsThePodOnlyWhenExactlyOnePodHol
   EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
             (std::vector<std::string>{"0:ml/trainer-0/trainer", "0:ml/trainer-0/trainer", "1://"}))
       << "a process on a GPU two pods share is not guessed into one of them";
+}
+
+// The pods of tests/fixtures/proc/k8s_node: pid 1001 in alice's cgroup, 1002 in bob's, 5001 in a pod
+// that holds no GPU here.
+constexpr const char* kAliceUid = "a11ce000-0000-4000-8000-000000000001";
+constexpr const char* kBobUid = "b0b00000-0000-4000-8000-000000000002";
+
+PodMetadata Uid(std::string ns, std::string pod, std::string uid) {
+  return PodMetadata{PodRef{std::move(ns), std::move(pod)}, std::move(uid), "", "", {}};
+}
+
+TEST_F(AttributedCollectorTest, AProcessOnASharedGpuGetsThePodWhoseUidItsCgroupNames) {
+  // GPU 0 time-sliced between alice and bob (their processes 1001 and 1002), GPU 1 between carol and
+  // dave while its process 5001 sits in a third pod's cgroup.
+  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "n", "alice", "nb", true),
+                               Held("GPU-0", "nvidia.com/gpu", "n", "bob", "nb", true),
+                               Held("GPU-1", "nvidia.com/gpu", "n", "carol", "nb", true),
+                               Held("GPU-1", "nvidia.com/gpu", "n", "dave", "nb", true)},
+                              {},
+                              {{"n", "alice"}, {"n", "bob"}, {"n", "carol"}, {"n", "dave"}}});
+  node_.pods().UpdateMetadata({Uid("n", "alice", kAliceUid), Uid("n", "bob", kBobUid),
+                               Uid("n", "carol", "ca201000-0000-4000-8000-000000000003"),
+                               Uid("n", "dave", "da4e0000-0000-4000-8000-000000000004")});
+  auto collector = Make(WithKubernetes(), GPUSCOPE_K8S_PROC_FIXTURE);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0:n/alice/nb", "0:n/bob/nb", "1://"}))
+      << "systemd and cgroupfs layouts alike; a UID no holder has is never guessed";
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_up")[0], "0:n/alice/nb") << "GPU series keep one copy per pod";
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_up")[1], "0:n/bob/nb");
+}
+
+TEST_F(AttributedCollectorTest, WithoutTheApiServersUidsAProcessOnASharedGpuStaysWithoutAPod) {
+  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "n", "alice", "nb", true),
+                               Held("GPU-0", "nvidia.com/gpu", "n", "bob", "nb", true)},
+                              {},
+                              {{"n", "alice"}, {"n", "bob"}}});
+  auto collector = Make(WithKubernetes(), GPUSCOPE_K8S_PROC_FIXTURE);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0://", "0://", "1://"}));
+  // The API server answers: the next cycle names them.
+  node_.pods().UpdateMetadata({Uid("n", "alice", kAliceUid), Uid("n", "bob", kBobUid)});
+  out.clear();
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0:n/alice/nb", "0:n/bob/nb", "1://"}));
+}
+
+TEST_F(AttributedCollectorTest, APodWithTwoContainersOnTheGpuGetsThePodButNoContainer) {
+  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "n", "alice", "nb", true),
+                               Held("GPU-0", "nvidia.com/gpu", "n", "alice", "sidecar", true),
+                               Held("GPU-0", "nvidia.com/gpu", "n", "bob", "nb", true)},
+                              {},
+                              {{"n", "alice"}, {"n", "bob"}}});
+  node_.pods().UpdateMetadata({Uid("n", "alice", kAliceUid), Uid("n", "bob", kBobUid)});
+  auto collector = Make(WithKubernetes(), GPUSCOPE_K8S_PROC_FIXTURE);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0:n/alice/", "0:n/bob/nb", "1://"}));
+}
+
+TEST_F(AttributedCollectorTest, AProcessOfAnotherPodOnAGpuOnePodHoldsIsNotGivenToThatPod) {
+  // GPU 1 is held by carol alone, but its process 5001 runs in another pod's cgroup (a pod that sees
+  // every GPU); GPU 0's processes are alice's and bob's, and alice holds it alone without a known UID.
+  node_.pods().UpdateDevices({{Held("GPU-0", "nvidia.com/gpu", "n", "alice", "nb"),
+                               Held("GPU-1", "nvidia.com/gpu", "n", "carol", "nb")},
+                              {},
+                              {{"n", "alice"}, {"n", "carol"}}});
+  node_.pods().UpdateMetadata({Uid("n", "carol", "ca201000-0000-4000-8000-000000000003")});
+  auto collector = Make(WithKubernetes(), GPUSCOPE_K8S_PROC_FIXTURE);
+  std::vector<MetricFamily> out;
+  ASSERT_TRUE(collector->Collect(out).ok());
+  EXPECT_EQ(PodsOn(out, "gpuscope_gpu_process_memory_bytes"),
+            (std::vector<std::string>{"0:n/alice/nb", "0:n/alice/nb", "1://"}))
+      << "a UID known on both sides and different contradicts the kubelet's sole holder";
 }
 
 TEST_F(AttributedCollectorTest, NodeCountsPerResourceAndTheIdleAllocationUseTheJobsIdleSignal) {

@@ -126,6 +126,34 @@ TEST(ProcResolverTest, DockerAndKubernetesProcessesYieldNoAllocation) {
   EXPECT_EQ(Metric(resolver, "gpuscope_attribution_proc_lookups_total", "no_job"), 2);
 }
 
+TEST(ProcResolverTest, AKubernetesProcessHasItsPodUidFromTheCgroupAndOthersNone) {
+  ProcResolver resolver(kFixture);
+  resolver.Resolve({{"0", 1001}, {"1", 3001}, {"1", 3002}});
+  EXPECT_EQ(resolver.PodUidOf(3002), "3002c0de-0000-4000-8000-000000003002") << "dashed as metadata.uid";
+  EXPECT_EQ(resolver.PodUidOf(1001), "") << "a Slurm job's process";
+  EXPECT_EQ(resolver.PodUidOf(3001), "") << "a plain docker container";
+  EXPECT_EQ(resolver.PodUidOf(4242), "") << "not listed";
+}
+
+TEST(ProcResolverTest, ThePodUidIsReadOncePerProcessLifetime) {
+  TempProc proc;
+  ProcResolver resolver(proc.root(), ProcResolver::Options{.revalidate_every_cycles = 1});
+  resolver.Resolve({{"1", 3002}});
+  const std::string other_pod =
+      "0::/kubepods/besteffort/pod0e0e0e0e-0000-4000-8000-000000000000/" + std::string(64, 'e') + "\n";
+  proc.Write("3002/cgroup", other_pod);  // same start time: the same process, not read again
+  resolver.Resolve({{"1", 3002}});
+  EXPECT_EQ(resolver.PodUidOf(3002), "3002c0de-0000-4000-8000-000000003002");
+  // The pid reused by a process of another pod (a new start time): read afresh on revalidation.
+  std::ifstream in(kFixture + "/3002/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(stat.find(" 120500 "), std::string::npos);
+  stat.replace(stat.find(" 120500 "), 8, " 9999999 ");
+  proc.Write("3002/stat", stat);
+  resolver.Resolve({{"1", 3002}});
+  EXPECT_EQ(resolver.PodUidOf(3002), "0e0e0e0e-0000-4000-8000-000000000000");
+}
+
 TEST(ProcResolverTest, CgroupJobIsAuthoritativeAndAMismatchedEnvironIsIgnored) {
   ProcResolver resolver(kFixture);
   AttributionUpdate update = resolver.Resolve({{"5", 4001}});

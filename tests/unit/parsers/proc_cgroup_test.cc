@@ -150,5 +150,142 @@ TEST(ProcCgroupTest, PathWithColonsAndMissingTrailingNewlineStillParses) {
   EXPECT_EQ(colon->job_id, "3");
 }
 
+// ---- Kubernetes pods: the pod UID and container id in each cgroup driver's and QoS class's layout ----
+
+constexpr const char* kUid = "1b2c3d4e-5f60-4718-93a4-b5c6d7e8f901";
+constexpr const char* kSystemdUid = "1b2c3d4e_5f60_4718_93a4_b5c6d7e8f901";
+const std::string kContainer(64, 'a');
+
+TEST(ProcCgroupPodTest, SystemdDriverBurstablePodGivesTheDashedUidAndTheContainerdId) {
+  auto got =
+      ParseProcCgroupPod(std::string("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod") +
+                         kSystemdUid + ".slice/cri-containerd-" + kContainer + ".scope\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pod_uid, kUid) << "underscores back to the API server's dashes";
+  EXPECT_EQ(got->container_id, kContainer);
+}
+
+TEST(ProcCgroupPodTest, SystemdDriverGuaranteedAndBestEffortPodsAndEachRuntimesScope) {
+  const std::string guaranteed = std::string("0::/kubepods.slice/kubepods-pod") + kSystemdUid + ".slice/";
+  const std::string besteffort =
+      std::string("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod") + kSystemdUid +
+      ".slice/";
+  for (const std::string& pod : {guaranteed, besteffort}) {
+    for (const char* runtime : {"cri-containerd-", "crio-", "docker-"}) {
+      auto got = ParseProcCgroupPod(pod + runtime + kContainer + ".scope\n");
+      ASSERT_TRUE(got.has_value()) << pod << runtime;
+      EXPECT_EQ(got->pod_uid, kUid);
+      EXPECT_EQ(got->container_id, kContainer) << runtime;
+    }
+  }
+}
+
+TEST(ProcCgroupPodTest, SystemdDriverUnderAParentSliceAsKindRunsTheKubelet) {
+  auto got = ParseProcCgroupPod(
+      std::string("0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+                  "kubelet-kubepods-besteffort-pod") +
+      kSystemdUid + ".slice/cri-containerd-" + kContainer + ".scope\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pod_uid, kUid);
+  EXPECT_EQ(got->container_id, kContainer);
+}
+
+TEST(ProcCgroupPodTest, CgroupfsDriverEachQosClassOnV1AndV2) {
+  for (const char* qos : {"burstable/", "besteffort/", ""}) {
+    for (const char* line : {"0::", "7:memory:", "3:cpu,cpuacct:"}) {
+      auto got =
+          ParseProcCgroupPod(std::string(line) + "/kubepods/" + qos + "pod" + kUid + "/" + kContainer + "\n");
+      ASSERT_TRUE(got.has_value()) << line << qos;
+      EXPECT_EQ(got->pod_uid, kUid);
+      EXPECT_EQ(got->container_id, kContainer);
+    }
+  }
+}
+
+TEST(ProcCgroupPodTest, CgroupfsDriverInsideANestedNodeAndDockersShortIds) {
+  auto got = ParseProcCgroupPod(std::string("0::/docker/") + kContainer + "/kubepods/besteffort/pod" + kUid +
+                                "/4f1c2d3e4b5a\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pod_uid, kUid);
+  EXPECT_EQ(got->container_id, "4f1c2d3e4b5a");
+}
+
+TEST(ProcCgroupPodTest, AProcessInThePodsOwnCgroupHasTheUidAndNoContainer) {
+  auto cgroupfs = ParseProcCgroupPod(std::string("0::/kubepods/pod") + kUid + "\n");
+  ASSERT_TRUE(cgroupfs.has_value());
+  EXPECT_EQ(cgroupfs->pod_uid, kUid);
+  EXPECT_EQ(cgroupfs->container_id, "");
+  auto conmon = ParseProcCgroupPod(std::string("0::/kubepods.slice/kubepods-pod") + kSystemdUid +
+                                   ".slice/crio-conmon-" + kContainer + ".scope\n");
+  ASSERT_TRUE(conmon.has_value());
+  EXPECT_EQ(conmon->pod_uid, kUid);
+  EXPECT_EQ(conmon->container_id, "") << "CRI-O's monitor is no container";
+}
+
+TEST(ProcCgroupPodTest, UpperCaseHexIsLoweredAsTheApiServerWritesUids) {
+  auto got = ParseProcCgroupPod("0::/kubepods/podABCDEF01-2345-6789-ABCD-EF0123456789/" + kContainer + "\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pod_uid, "abcdef01-2345-6789-abcd-ef0123456789");
+}
+
+TEST(ProcCgroupPodTest, OnAHybridHostTheUnifiedLineWinsThenTheFirstV1Line) {
+  auto got =
+      ParseProcCgroupPod(std::string("12:memory:/kubepods/pod") + kUid + "/" + kContainer +
+                         "\n0::/kubepods/pod" + "00000000-0000-0000-0000-000000000001/" + kContainer + "\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pod_uid, "00000000-0000-0000-0000-000000000001");
+  auto v1 = ParseProcCgroupPod(std::string("0::/system.slice/containerd.service\n12:memory:/kubepods/pod") +
+                               kUid + "/" + kContainer + "\n");
+  ASSERT_TRUE(v1.has_value()) << "systemd's unified placement names no pod: the v1 controllers do";
+  EXPECT_EQ(v1->pod_uid, kUid);
+}
+
+TEST(ProcCgroupPodTest, SlurmDockerAndUserCgroupsAreNoPod) {
+  EXPECT_FALSE(
+      ParseProcCgroupPod("0::/system.slice/slurmstepd.scope/job_1234/step_0/user/task_0\n").has_value());
+  EXPECT_FALSE(ParseProcCgroupPod("0::/system.slice/docker-" + kContainer + ".scope\n").has_value());
+  EXPECT_FALSE(ParseProcCgroupPod(std::string("0::/user.slice/pod") + kUid + "/x\n").has_value())
+      << "a pod directory outside a kubepods root";
+  EXPECT_FALSE(ParseProcCgroupPod("0::/kubepods.slice\n0::/kubepods\n0::/kubepods/burstable\n").has_value());
+  EXPECT_FALSE(ParseProcCgroup(std::string("0::/kubepods/pod") + kUid + "/" + kContainer + "\n").has_value())
+      << "and a pod is no Slurm job";
+}
+
+TEST(ProcCgroupPodTest, MalformedUidsAndMisnestedSlicesAreRejected) {
+  EXPECT_FALSE(ParsePodCgroupPath("/kubepods/pod1a2b/abc").has_value()) << "too short";
+  EXPECT_FALSE(ParsePodCgroupPath(std::string("/kubepods/pod") + kSystemdUid + "/x").has_value())
+      << "systemd's underscores in a cgroupfs name";
+  EXPECT_FALSE(ParsePodCgroupPath(std::string("/kubepods.slice/kubepods-pod") + kUid + ".slice").has_value())
+      << "dashes in a systemd name";
+  EXPECT_FALSE(ParsePodCgroupPath("/kubepods/podg1b2c3d4-5f60-4718-93a4-b5c6d7e8f901").has_value());
+  EXPECT_FALSE(ParsePodCgroupPath("/kubepods/pod1b2c3d4e-5f60-4718-93a4-b5c6d7e8f9012").has_value());
+  EXPECT_FALSE(
+      ParsePodCgroupPath(std::string("/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod") +
+                         kSystemdUid + ".slice")
+          .has_value())
+      << "a pod slice must repeat its parent's name";
+  EXPECT_FALSE(
+      ParsePodCgroupPath(std::string("/kubepods.slice/kubepods-pod") + kSystemdUid + ".scope").has_value());
+  EXPECT_FALSE(ParsePodCgroupPath(std::string("/kubepods/guaranteed/pod") + kUid).has_value())
+      << "no such QoS directory";
+}
+
+TEST(ProcCgroupPodTest, ContainerComponentsThatAreNoRuntimeIdAreDropped) {
+  const std::string pod = std::string("/kubepods.slice/kubepods-pod") + kSystemdUid + ".slice/";
+  EXPECT_EQ(ParsePodCgroupPath(pod + "cri-containerd-xyz.scope")->container_id, "");
+  EXPECT_EQ(ParsePodCgroupPath(pod + "cri-containerd-" + kContainer)->container_id, "") << "no .scope";
+  EXPECT_EQ(ParsePodCgroupPath(pod + "podman-" + kContainer + ".scope")->container_id, "");
+  EXPECT_EQ(
+      ParsePodCgroupPath(std::string("/kubepods/pod") + kUid + "/" + std::string(65, 'a'))->container_id, "");
+}
+
+TEST(ProcCgroupPodTest, GarbageAndEmptyInputGiveNoPod) {
+  EXPECT_FALSE(ParseProcCgroupPod("").has_value());
+  EXPECT_FALSE(ParseProcCgroupPod("\n\n").has_value());
+  EXPECT_FALSE(ParseProcCgroupPod(std::string("no colons /kubepods/pod") + kUid).has_value());
+  EXPECT_FALSE(ParseProcCgroupPod("\xff:\x01:/kubepods/pod\xff\xfe").has_value());
+  EXPECT_FALSE(ParseProcCgroupPod(std::string("0::/kubepods/pod\0", 18)).has_value());
+}
+
 }  // namespace
 }  // namespace gpuscope

@@ -278,6 +278,19 @@ TEST_F(SimNvml, AllocatedButIdleGpusHoldMemoryWithAProcessAndReportGpuIdle) {
   EXPECT_EQ(p[0].gpuInstanceId, 0xFFFFFFFFu);
 }
 
+TEST_F(SimNvml, ProcessMemoryIsSplitByTheScenariosSharesInPidOrder) {
+  Init(Write("gpus: [{model: h100, workload: {type: idle, memory_gib: 50, processes: 2, "
+             "process_memory_shares: [4, 1]}}]\n"),
+       10);
+  nvmlProcessInfo_t p[4];
+  unsigned n = 4;
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(Dev(0), &n, p), NVML_SUCCESS);
+  ASSERT_EQ(n, 2u);
+  EXPECT_LT(p[0].pid, p[1].pid);
+  EXPECT_EQ(p[0].usedGpuMemory, 40ULL << 30) << "four fifths to the first pid";
+  EXPECT_EQ(p[1].usedGpuMemory, 10ULL << 30);
+}
+
 TEST_F(SimNvml, ProcessListFollowsTheInsufficientSizeProtocol) {
   Init(Write("gpus: [{model: h100, workload: {type: training, processes: 3}}, {model: h100}]\n"), 10);
   unsigned n = 0;

@@ -27,8 +27,9 @@ std::string ParseError(const std::string& yaml) {
 }
 
 TEST(SimScenario, EveryShippedScenarioParses) {
-  for (const char* name : {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident",
-                           "a100-inference", "h200-training", "h100-faults", "a100-mig"}) {
+  for (const char* name :
+       {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident", "a100-inference", "h200-training",
+        "h100-faults", "a100-mig", "a100-k8s-inference"}) {
     std::ifstream in(std::string(GPUSCOPE_SIM_SCENARIO_DIR) + "/" + name + ".yaml");
     ASSERT_TRUE(in) << name;
     std::stringstream text;
@@ -128,6 +129,25 @@ TEST(SimScenario, ErrorsNameTheOffendingKey) {
   EXPECT_NE(ParseError("just text").find("mapping"), std::string::npos);
   EXPECT_NE(ParseError("gpus: [{model: a100}\n").find("malformed YAML"), std::string::npos);
   EXPECT_NE(ParseError("").find("mapping"), std::string::npos);
+}
+
+TEST(SimScenario, ProcessMemorySharesNeedOneWeightPerProcess) {
+  const Scenario ok = ParseOk(
+      "gpus: [{model: h100, workload: {type: training, processes: 2, "
+      "process_memory_shares: [4, 1]}}]\n");
+  EXPECT_EQ(ok.gpus[0].workload.process_memory_shares, (std::vector<double>{4, 1}));
+  EXPECT_NE(ParseError("gpus: [{model: h100, workload: {type: training, processes: 3, "
+                       "process_memory_shares: [4, 1]}}]\n")
+                .find("process_memory_shares: 2 weights for 3 processes"),
+            std::string::npos);
+  EXPECT_NE(ParseError("gpus: [{model: h100, workload: {type: training, processes: 1, "
+                       "process_memory_shares: [0]}}]\n")
+                .find("process_memory_shares[0]"),
+            std::string::npos);
+  EXPECT_NE(ParseError("gpus: [{model: h100, workload: {type: training, processes: 1, "
+                       "process_memory_shares: 1}}]\n")
+                .find("one per process"),
+            std::string::npos);
 }
 
 }  // namespace
