@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "src/platform/http_client.h"
 #include "src/sinks/loki/loki_push.h"
 #include "src/sinks/otlp/otlp_logs.h"
-#include "src/platform/http_client.h"
 #include "tests/tools/push_receiver/push_decoder.h"
 #include "tests/unit/sinks/prometheus/test_client.h"
 
