@@ -493,8 +493,16 @@ def firing_alerts_table(alertmanager):
     rows = []
     for alert in alertmanager.alerts(inhibited=False, silenced=False):
         labels = alert["labels"]
-        where = " ".join([labels.get("Hostname") or labels.get("node") or labels.get("instance") or "-"] +
-                         [f"{k} {labels[k]}" for k in ("gpu", "link", "xid", "hpc_job") if labels.get(k)])
+        # A node and its GPU, link, XID and job; a Kubernetes pod or namespace (a quota or pending pod has
+        # no node).
+        workload = []
+        if labels.get("pod"):
+            workload = [f"pod {labels.get('namespace', '')}/{labels['pod']}"]
+        elif labels.get("namespace"):
+            workload = [f"namespace {labels['namespace']}"]
+        node = labels.get("Hostname") or labels.get("node") or labels.get("instance")
+        where = " ".join(([node] if node else [] if workload else ["-"]) +
+                         [f"{k} {labels[k]}" for k in ("gpu", "link", "xid", "hpc_job") if labels.get(k)] + workload)
         receivers = ",".join(r["name"] for r in alert.get("receivers", []))
         rows.append((labels.get("severity", "-"), labels.get("alertname", "?"), where, labels.get("team", "-"),
                      receivers))
