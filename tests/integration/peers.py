@@ -189,6 +189,21 @@ class ScenarioRefused(AssertionError):
     reason)."""
 
 
+def _write_scenario(peer, scenario):
+    """Writes a scenario peer's file (peer.scenario_path) atomically, never half-written: `scenario` a dict
+    (written as JSON) or a str (as it is). Returns the bytes' sha256, which the peer logs when it serves them."""
+    data = (json.dumps(scenario, indent=1) if isinstance(scenario, dict) else scenario).encode()
+    temporary = peer.scenario_path + ".tmp"
+    with open(temporary, "wb") as f:
+        f.write(data)
+    os.replace(temporary, peer.scenario_path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _log_size(peer):
+    return os.path.getsize(peer.log_path) if os.path.exists(peer.log_path) else 0
+
+
 def _wait_for_scenario_line(peer, name, offset, pattern, what, timeout):
     """The first line of a scenario server's log after byte `offset` that matches `pattern` (a compiled
     regex), as a match; a refusal line before it raises ScenarioRefused, the server exiting AssertionError."""
@@ -228,21 +243,10 @@ class PodResources:
         self.socket_mode = socket_mode
         self.process = None
         self._log = None
-        self._write(scenario)
+        _write_scenario(self, scenario)
         if start:
             self.start()
 
-    def _write(self, scenario):
-        """Writes the scenario file atomically (never a half-written file); returns its sha256."""
-        data = (json.dumps(scenario, indent=1) if isinstance(scenario, dict) else scenario).encode()
-        temporary = self.scenario_path + ".tmp"
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, self.scenario_path)
-        return hashlib.sha256(data).hexdigest()
-
-    def _log_size(self):
-        return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
 
     def _wait_for_line(self, offset, pattern, what, timeout=30):
         return _wait_for_scenario_line(self, "gpuscope-podresources", offset, pattern, what, timeout)
@@ -250,7 +254,7 @@ class PodResources:
     def start(self):
         """Starts the server on the same socket path (a stale socket there is replaced) and waits until it
         listens."""
-        offset = self._log_size()
+        offset = _log_size(self)
         self._log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [self.binary, "--socket", self.socket, "--scenario", self.scenario_path, "--socket-mode", self.socket_mode],
@@ -262,14 +266,14 @@ class PodResources:
         """Serves `scenario` from now on: returns once the running server logged that it serves these bytes,
         raises ScenarioRefused when it refused them (the last good scenario then stays served). With the
         server stopped, only writes the file (start() serves it)."""
-        offset = self._log_size()
-        sha = self._write(scenario)
+        offset = _log_size(self)
+        sha = _write_scenario(self, scenario)
         if self.process is not None and self.process.poll() is None:
             self._wait_for_line(offset, re.compile("serving scenario sha256=" + sha), "the new scenario to be served")
 
     def reload_on_sighup(self):
         """Sends SIGHUP and waits until the server logged serving the file again (changed or not)."""
-        offset = self._log_size()
+        offset = _log_size(self)
         self.process.send_signal(signal.SIGHUP)
         self._wait_for_line(offset, re.compile("serving scenario sha256="), "the scenario to be served after SIGHUP")
 
@@ -325,27 +329,16 @@ class KubeApi:
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.process = None
         self._log = None
-        self._write(scenario)
+        _write_scenario(self, scenario)
         if start:
             self.start()
-
-    def _write(self, scenario):
-        data = (json.dumps(scenario, indent=1) if isinstance(scenario, dict) else scenario).encode()
-        temporary = self.scenario_path + ".tmp"
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, self.scenario_path)
-        return hashlib.sha256(data).hexdigest()
 
     def _wait_for_line(self, offset, pattern, what, timeout=30):
         return _wait_for_scenario_line(self, "gpuscope-kubeapi", offset, pattern, what, timeout)
 
-    def _log_size(self):
-        return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
-
     def start(self):
         """Starts the server on the same port and waits until it listens."""
-        offset = self._log_size()
+        offset = _log_size(self)
         self._log = open(self.log_path, "a")
         command = [self.binary, "--listen", f"127.0.0.1:{self.port}", "--scenario", self.scenario_path]
         if self.tls:
@@ -356,8 +349,8 @@ class KubeApi:
 
     def set_scenario(self, scenario):
         """Serves `scenario` from now on (returns once served; ScenarioRefused when refused)."""
-        offset = self._log_size()
-        sha = self._write(scenario)
+        offset = _log_size(self)
+        sha = _write_scenario(self, scenario)
         if self.process is not None and self.process.poll() is None:
             self._wait_for_line(offset, re.compile("serving scenario sha256=" + sha), "the new scenario to be served")
 
