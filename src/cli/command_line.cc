@@ -44,11 +44,14 @@ Status ParseCommandLine(const std::vector<std::string>& args, const std::vector<
 }
 
 std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
+  auto left = [](const FlagSpec& spec) { return "  --" + spec.name + (spec.takes_value ? "=VALUE" : ""); };
+  size_t column = 0;
+  for (const FlagSpec& spec : specs) column = std::max(column, left(spec).size() + 2);
   std::string out;
   for (const FlagSpec& spec : specs) {
-    std::string left = "  --" + spec.name + (spec.takes_value ? "=VALUE" : "");
-    if (left.size() < 34) left.resize(34, ' ');
-    out += left + " " + spec.help;
+    std::string line = left(spec);
+    line.resize(column, ' ');
+    out += line + spec.help;
     if (!spec.default_value.empty()) out += " (default " + spec.default_value + ")";
     out += "\n";
   }

@@ -32,7 +32,7 @@ struct CommandLine {
 Status ParseCommandLine(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
                         CommandLine* out);
 
-// The flags' part of a --help text: one line per flag with its default.
+// The flags' part of a --help text: one line per flag with its default, help texts in one column.
 std::string FlagsHelp(const std::vector<FlagSpec>& specs);
 
 }  // namespace gpuscope

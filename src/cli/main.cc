@@ -23,7 +23,7 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-// Flags every subcommand that reads Prometheus takes.
+// Flags every subcommand that reads Prometheus takes (`check`, reading the local agent, will not).
 const std::vector<FlagSpec>& PrometheusFlags() {
   static const std::vector<FlagSpec> flags = {
       {"prometheus.url", "Prometheus server to query", "http://localhost:9090"},
@@ -83,12 +83,17 @@ Status MakePrometheusClient(const CommandLine& line, std::unique_ptr<PrometheusC
   return PrometheusClient::Create(options, client);
 }
 
+std::vector<FlagSpec> WithPrometheusFlags(std::vector<FlagSpec> own) {
+  own.insert(own.end(), PrometheusFlags().begin(), PrometheusFlags().end());
+  return own;
+}
+
 struct Command {
   std::string name;
-  std::string usage;            // after "gpuscope "
-  std::string summary;          // one line for the command list
-  std::string details;          // more help after the usage line
-  std::vector<FlagSpec> flags;  // besides PrometheusFlags()
+  std::string usage;    // after "gpuscope "
+  std::string summary;  // one line for the command list
+  std::string details;  // more help after the usage line
+  std::vector<FlagSpec> flags;
   std::function<int(const CommandLine&)> run;
 };
 
@@ -127,14 +132,13 @@ int RunJob(const CommandLine& line) {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {"job",
-       "job [flags] JOBID",
+      {"job", "job [flags] JOBID",
        "one job's GPUs over its life: use, memory, power, idle time, errors, grade",
        "Finds the job's life (first to last sample of its gpuscope_job_info) and reports per GPU its\n"
        "utilisation, memory peak against the GPU's memory, power and energy, the share of time it was\n"
        "allocated and idle, XID and ECC errors; then a grade (A busy .. F idle) and notes to act on.\n",
-       {{"format", "text or json", "text"},
-        {"lookback", "seconds back from now to look for the job", "604800"}},
+       WithPrometheusFlags({{"format", "text or json", "text"},
+                            {"lookback", "seconds back from now to look for the job", "604800"}}),
        RunJob},
   };
   return commands;
@@ -160,8 +164,7 @@ int Main(const std::vector<std::string>& args) {
   }
   for (const Command& command : Commands()) {
     if (command.name != args[0]) continue;
-    std::vector<FlagSpec> specs = command.flags;
-    specs.insert(specs.end(), PrometheusFlags().begin(), PrometheusFlags().end());
+    const std::vector<FlagSpec>& specs = command.flags;
     CommandLine line;
     Status status = ParseCommandLine(std::vector<std::string>(args.begin() + 1, args.end()), specs, &line);
     if (!status.ok()) {

@@ -43,9 +43,9 @@ TEST(CommandLine, UnknownFlagsAndMissingValuesNameTheFlag) {
 
 TEST(CommandLine, HelpListsEveryFlagWithItsDefault) {
   EXPECT_EQ(FlagsHelp(kSpecs),
-            "  --format=VALUE                     text or json (default text)\n"
-            "  --prometheus.url=VALUE             server (default http://x:1)\n"
-            "  --verbose                          more\n");
+            "  --format=VALUE          text or json (default text)\n"
+            "  --prometheus.url=VALUE  server (default http://x:1)\n"
+            "  --verbose               more\n");
 }
 
 }  // namespace

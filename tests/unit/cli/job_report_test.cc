@@ -104,13 +104,13 @@ TEST(JobReport, XidAndEccErrorsAreNoted) {
 }
 
 TEST(JobReport, TextShowsRunTimeNodesGradeFiguresAndNotes) {
-  JobFacts facts = Job({Gpu("node-a", "0", 95, 0, 70000), Gpu("node-a", "1", 2, 0.9, 500)});
+  JobFacts facts = Job({Gpu("node-a", "0", 98, 0, 70000), Gpu("node-a", "1", 2, 0.9, 500)});
   std::string text = RenderJobReportText(facts, BuildJobReport(facts));
   EXPECT_THAT(text, HasSubstr("Job 4104\n"));
   EXPECT_THAT(text, HasSubstr("user       alice\n"));
   EXPECT_THAT(text, HasSubstr("run time   1h05m\n"));
   EXPECT_THAT(text, HasSubstr("nodes      1 (node-a)\n"));
-  EXPECT_THAT(text, HasSubstr("grade      B (49% busy on average)"));
+  EXPECT_THAT(text, HasSubstr("grade      B (50% busy on average)"));
   EXPECT_THAT(
       text,
       HasSubstr("node-a           1          2      -    0.5 GB     80 GB     300    1080.0     90    0\n"));
