@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -104,6 +107,14 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
     if (!status.ok()) return status;
   }
   for (auto& [key, g] : gpus) facts->gpus.push_back(std::move(g));
+  // By host, then GPU index as a number (GPU 10 after GPU 2), then MIG instance.
+  auto order = [](const JobGpuFigures& g) {
+    char* rest = nullptr;
+    const long index = std::strtol(g.gpu.c_str(), &rest, 10);
+    return std::make_tuple(g.hostname, index, std::string(rest));
+  };
+  std::sort(facts->gpus.begin(), facts->gpus.end(),
+            [&](const JobGpuFigures& a, const JobGpuFigures& b) { return order(a) < order(b); });
   return Status::Ok();
 }
 

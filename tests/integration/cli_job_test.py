@@ -117,6 +117,7 @@ class GpuscopeJob(unittest.TestCase):
     def test_text_report_and_errors(self):
         text = self.gpuscope("job", "4104")
         self.assertEqual(text.returncode, 0, text.stderr)
+        print(text.stdout + self.gpuscope("job", "4101").stdout)  # for the log: what a person sees
         self.assertIn("Job 4104 (notebook)\n", text.stdout)
         self.assertIn("nodes      1 (gpu-node-04)\n", text.stdout)
         self.assertIn("GPUs 0, 1, 2, 3, 4, 5, 6 and 7 were idle ", text.stdout)
