@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "src/cli/prometheus_flags.h"
 
 namespace gpuscope {
 namespace {
@@ -116,6 +120,55 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   std::sort(facts->gpus.begin(), facts->gpus.end(),
             [&](const JobGpuFigures& a, const JobGpuFigures& b) { return order(a) < order(b); });
   return Status::Ok();
+}
+
+namespace {
+
+int RunJob(const CommandLine& line) {
+  if (line.positional.size() != 1) {
+    std::cerr << "gpuscope job: give exactly one job id (see gpuscope job --help)\n";
+    return kExitUsage;
+  }
+  const std::string format = line.flags.at("format");
+  if (format != "text" && format != "json") {
+    std::cerr << "gpuscope job: --format must be text or json, not '" << format << "'\n";
+    return kExitUsage;
+  }
+  JobQueryOptions query;
+  if (!ParsePositiveSeconds(line.flags.at("lookback"), &query.lookback_seconds)) {
+    std::cerr << "gpuscope job: --lookback must be a positive number of seconds\n";
+    return kExitUsage;
+  }
+  query.now = UnixNow();
+  std::unique_ptr<PrometheusClient> prometheus;
+  Status status = MakePrometheusClient(line, &prometheus);
+  if (!status.ok()) {
+    std::cerr << "gpuscope job: " << status.message() << "\n";
+    return kExitUsage;
+  }
+  JobFacts facts;
+  status = CollectJobFacts(*prometheus, line.positional[0], query, &facts);
+  if (!status.ok()) {
+    std::cerr << "gpuscope job: " << status.message() << "\n";
+    return kExitFailed;
+  }
+  const JobReport report = BuildJobReport(facts);
+  std::cout << (format == "json" ? RenderJobReportJson(facts, report) : RenderJobReportText(facts, report));
+  return 0;
+}
+
+}  // namespace
+
+Command JobCommand() {
+  return {"job",
+          "job [flags] JOBID",
+          "one job's GPUs over its life: use, memory, power, idle time, errors, grade",
+          "Finds the job's life (first to last sample of its gpuscope_job_info) and reports per GPU its\n"
+          "utilisation, memory peak against the GPU's memory, power and energy, the share of time it was\n"
+          "allocated and idle, XID and ECC errors; then a grade (A busy .. F idle) and notes to act on.\n",
+          WithPrometheusFlags({{"format", "text or json", "text"},
+                               {"lookback", "seconds back from now to look for the job", "604800"}}),
+          RunJob};
 }
 
 }  // namespace gpuscope

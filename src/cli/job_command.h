@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "src/cli/command.h"
 #include "src/cli/job_report.h"
 #include "src/cli/prometheus_client.h"
 #include "src/core/status.h"
@@ -24,5 +25,8 @@ std::string JobSelector(const std::string& job);
 // Fills *facts for `job`. NotFound when Prometheus has no gpuscope_job_info for it in the lookback.
 Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, const JobQueryOptions& options,
                        JobFacts* facts);
+
+// The `gpuscope job` entry of the command table.
+Command JobCommand();
 
 }  // namespace gpuscope
