@@ -32,10 +32,10 @@ podres_main=$root/tests/tools/podresources/main.go
 podres_key=$PODRESOURCES_VERSION-$PODRESOURCES_GRPC_VERSION-$(sha256sum "$podres_main" | cut -c1-12)
 # Likewise the Kubernetes object validator, whose key names both pinned API modules.
 kubeval_main=$root/tests/tools/kubevalidate/main.go
-kubeval_key=$KUBEVALIDATE_K8S_VERSION-$KUBEVALIDATE_PROMOP_VERSION-$(sha256sum "$kubeval_main" | cut -c1-12)
+kubeval_key=$KUBERNETES_GO_VERSION-$KUBEVALIDATE_PROMOP_VERSION-$(sha256sum "$kubeval_main" | cut -c1-12)
 # Likewise the API server stand-in.
 kubeapi_main=$root/tests/tools/kubeapi/main.go
-kubeapi_key=$KUBEAPI_VERSION-$(sha256sum "$kubeapi_main" | cut -c1-12)
+kubeapi_key=$KUBERNETES_GO_VERSION-$(sha256sum "$kubeapi_main" | cut -c1-12)
 
 # The cache directory of each peer, by name (CMake looks in the same places: cmake/GpuscopePeers.cmake).
 peer_dir() {
@@ -137,26 +137,26 @@ build_peer() {
         ;;
       kubevalidate)
         cp "$kubeval_main" main.go
-        go get "k8s.io/api@$KUBEVALIDATE_K8S_VERSION" "k8s.io/apimachinery@$KUBEVALIDATE_K8S_VERSION" \
-          "k8s.io/client-go@$KUBEVALIDATE_K8S_VERSION" "$KUBEVALIDATE_PROMOP_MODULE@$KUBEVALIDATE_PROMOP_VERSION"
+        go get "k8s.io/api@$KUBERNETES_GO_VERSION" "k8s.io/apimachinery@$KUBERNETES_GO_VERSION" \
+          "k8s.io/client-go@$KUBERNETES_GO_VERSION" "$KUBEVALIDATE_PROMOP_MODULE@$KUBEVALIDATE_PROMOP_VERSION"
         go build -o "$tmp/out/gpuscope-kubevalidate" .
         # The validator decodes into the pinned API types: another module must not have raised them.
         local v
         for v in k8s.io/api k8s.io/apimachinery k8s.io/client-go; do
-          if [ "$(go list -m -f '{{.Version}}' "$v")" != "$KUBEVALIDATE_K8S_VERSION" ]; then
-            echo "build-peers: $v resolved to $(go list -m -f '{{.Version}}' "$v"), not the pinned $KUBEVALIDATE_K8S_VERSION" >&2
+          if [ "$(go list -m -f '{{.Version}}' "$v")" != "$KUBERNETES_GO_VERSION" ]; then
+            echo "build-peers: $v resolved to $(go list -m -f '{{.Version}}' "$v"), not the pinned $KUBERNETES_GO_VERSION" >&2
             exit 1
           fi
         done
         ;;
       kubeapi)
         cp "$kubeapi_main" main.go
-        go get "$KUBEAPI_MODULE@$KUBEAPI_VERSION" "k8s.io/apimachinery@$KUBEAPI_VERSION"
+        go get "$KUBEAPI_MODULE@$KUBERNETES_GO_VERSION" "k8s.io/apimachinery@$KUBERNETES_GO_VERSION"
         go build -o "$tmp/out/gpuscope-kubeapi" .
         local api
         api=$(go list -m -f '{{.Version}}' "$KUBEAPI_MODULE")
-        if [ "$api" != "$KUBEAPI_VERSION" ]; then
-          echo "build-peers: $KUBEAPI_MODULE resolved to $api, not the pinned $KUBEAPI_VERSION" >&2
+        if [ "$api" != "$KUBERNETES_GO_VERSION" ]; then
+          echo "build-peers: $KUBEAPI_MODULE resolved to $api, not the pinned $KUBERNETES_GO_VERSION" >&2
           exit 1
         fi
         ;;
