@@ -17,13 +17,13 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/kubevalidate/main.go
                                                                ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go)
 file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_peer_pins
-     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC|HELM|KUBEVALIDATE_K8S|KUBEVALIDATE_PROMOP|KUBEAPI)_VERSION=")
+     REGEX "^(VICTORIALOGS|VICTORIAMETRICS|PROMETHEUS3|OTELCOL|RWCOMPLIANCE|PODRESOURCES|PODRESOURCES_GRPC|HELM|KUBERNETES_GO|KUBEVALIDATE_PROMOP)_VERSION=")
 foreach(_pin IN LISTS _gpuscope_peer_pins)
   string(REGEX MATCH "^([A-Z0-9_]+)_VERSION=(.*)$" _ "${_pin}")
   set(_gpuscope_${CMAKE_MATCH_1}_version "${CMAKE_MATCH_2}")
 endforeach()
 foreach(_peer VICTORIALOGS VICTORIAMETRICS PROMETHEUS3 OTELCOL RWCOMPLIANCE PODRESOURCES PODRESOURCES_GRPC HELM
-              KUBEVALIDATE_K8S KUBEVALIDATE_PROMOP KUBEAPI)
+              KUBERNETES_GO KUBEVALIDATE_PROMOP)
   if(NOT _gpuscope_${_peer}_version)
     message(FATAL_ERROR "scripts/versions.env does not pin ${_peer}_VERSION")
   endif()
@@ -47,10 +47,10 @@ set(_gpuscope_podres_dir ${_gpuscope_peers_cache}/podresources-${_gpuscope_podre
 file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/kubevalidate/main.go _gpuscope_kubeval_hash)
 string(SUBSTRING "${_gpuscope_kubeval_hash}" 0 12 _gpuscope_kubeval_hash)
 set(_gpuscope_kubeval_dir
-    ${_gpuscope_peers_cache}/kubevalidate-${_gpuscope_KUBEVALIDATE_K8S_version}-${_gpuscope_KUBEVALIDATE_PROMOP_version}-${_gpuscope_kubeval_hash})
+    ${_gpuscope_peers_cache}/kubevalidate-${_gpuscope_KUBERNETES_GO_version}-${_gpuscope_KUBEVALIDATE_PROMOP_version}-${_gpuscope_kubeval_hash})
 file(SHA256 ${PROJECT_SOURCE_DIR}/tests/tools/kubeapi/main.go _gpuscope_kubeapi_hash)
 string(SUBSTRING "${_gpuscope_kubeapi_hash}" 0 12 _gpuscope_kubeapi_hash)
-set(_gpuscope_kubeapi_dir ${_gpuscope_peers_cache}/kubeapi-${_gpuscope_KUBEAPI_version}-${_gpuscope_kubeapi_hash})
+set(_gpuscope_kubeapi_dir ${_gpuscope_peers_cache}/kubeapi-${_gpuscope_KUBERNETES_GO_version}-${_gpuscope_kubeapi_hash})
 
 # A path found for another version (the pin changed since the last configure) is looked up again.
 function(_gpuscope_require_peer var program dir)
