@@ -13,26 +13,14 @@ constexpr std::array<std::string_view, 7> kAlgos = {
     "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 constexpr std::array<std::string_view, 3> kProtos = {"LL", "LL128", "Simple"};
 
-// The union of the completed collectives' time within [begin, end): concurrent ones (DDP's buckets) count
-// once, as the training state counts time inside collectives.
+// Seconds of [begin, end) inside the completed collectives.
 double InsideSeconds(const std::vector<const TrainingCollective*>& collectives, uint64_t begin,
                      uint64_t end) {
-  std::vector<std::pair<uint64_t, uint64_t>> within;
+  std::vector<std::pair<uint64_t, uint64_t>> completed;
   for (const TrainingCollective* c : collectives) {
-    if (c->end_ns == 0) continue;
-    const uint64_t b = std::max(c->begin_ns, begin);
-    const uint64_t e = std::min(c->end_ns, end);
-    if (e > b) within.emplace_back(b, e);
+    if (c->end_ns != 0) completed.emplace_back(c->begin_ns, c->end_ns);
   }
-  std::sort(within.begin(), within.end());
-  double inside = 0;
-  uint64_t covered_to = 0;
-  for (const auto& [b, e] : within) {
-    const uint64_t from = std::max(b, covered_to);
-    if (e > from) inside += TrainingState::Seconds(from, e);
-    covered_to = std::max(covered_to, e);
-  }
-  return std::min(inside, TrainingState::Seconds(begin, end));
+  return TrainingState::CoveredSeconds(completed, begin, end);
 }
 
 // How long a collective lasted within the rank's view: to its completion, or to the step's end when none

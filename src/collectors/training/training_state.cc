@@ -238,27 +238,12 @@ void TrainingState::AdvanceProgress(Rank& rank, const TrainingCollective& collec
 
 void TrainingState::ApplyStep(std::string_view job, Rank& rank, const TrainingStep& step) {
   const double duration = Seconds(step.begin_ns, step.end_ns);
-  // The union of the collectives' time within the step: concurrent ones (DDP's buckets) count once.
-  std::vector<Interval> within;
+  std::vector<std::pair<uint64_t, uint64_t>> within;
   const auto& recent = rank.recent_collectives;
   const auto first = std::partition_point(recent.begin(), recent.end(),
                                           [&](const Interval& c) { return c.end_ns <= step.begin_ns; });
-  for (auto it = first; it != recent.end(); ++it) {
-    const Interval& c = *it;
-    const uint64_t begin = std::max(c.begin_ns, step.begin_ns);
-    const uint64_t end = std::min(c.end_ns, step.end_ns);
-    if (end > begin) within.push_back({begin, end});
-  }
-  std::sort(within.begin(), within.end(),
-            [](const Interval& a, const Interval& b) { return a.begin_ns < b.begin_ns; });
-  double inside = 0;
-  uint64_t covered_to = 0;
-  for (const Interval& c : within) {
-    const uint64_t begin = std::max(c.begin_ns, covered_to);
-    if (c.end_ns > begin) inside += Seconds(begin, c.end_ns);
-    covered_to = std::max(covered_to, c.end_ns);
-  }
-  inside = std::min(inside, duration);
+  for (auto it = first; it != recent.end(); ++it) within.emplace_back(it->begin_ns, it->end_ns);
+  const double inside = CoveredSeconds(within, step.begin_ns, step.end_ns);
   ++rank.steps;
   rank.samples += step.samples;
   // The step's trace is the same on every node (trace_ids.h), so the exemplar links to the spans of all
@@ -295,6 +280,20 @@ void TrainingState::ApplyMark(Rank& rank, const TrainingMark& mark) {
 
 double TrainingState::Seconds(uint64_t begin_ns, uint64_t end_ns) {
   return end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0.0;
+}
+
+double TrainingState::CoveredSeconds(std::vector<std::pair<uint64_t, uint64_t>>& intervals, uint64_t begin_ns,
+                                     uint64_t end_ns) {
+  std::sort(intervals.begin(), intervals.end());
+  double covered = 0;
+  uint64_t covered_to = begin_ns;
+  for (const auto& [b, e] : intervals) {
+    const uint64_t from = std::max(b, covered_to);
+    const uint64_t to = std::min(e, end_ns);
+    if (to > from) covered += Seconds(from, to);
+    covered_to = std::max(covered_to, e);
+  }
+  return std::min(covered, Seconds(begin_ns, end_ns));
 }
 
 std::string TrainingState::CommLabel(uint64_t comm) {

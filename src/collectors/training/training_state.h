@@ -100,6 +100,11 @@ class TrainingState {
   static std::string_view SizeClass(uint64_t bytes);
   // end - begin in seconds; 0 when end is not after begin (producers' clocks are not trusted).
   static double Seconds(uint64_t begin_ns, uint64_t end_ns);
+  // Seconds of [begin_ns, end_ns) covered by the union of `intervals` ([begin, end) pairs, in any order,
+  // reordered here): overlapping ones (DDP's concurrent buckets) count once. The step's share inside
+  // collectives, for the training state and its spans alike.
+  static double CoveredSeconds(std::vector<std::pair<uint64_t, uint64_t>>& intervals, uint64_t begin_ns,
+                               uint64_t end_ns);
   // A communicator as its `comm` label and span attribute: "0x" and 16 hex digits.
   static std::string CommLabel(uint64_t comm);
   // The median of `values` (the mean of the two middle ones for an even count); `values` is not empty.
