@@ -89,21 +89,25 @@ def torch_job():
 
 
 class Incident:
-    """Whether this rank's GPU is the one whose NVLink link goes bad, and whether it has yet: checked on the
-    node's agent every CHECK_EVERY_SECONDS until it has."""
+    """Whether the node's bad-link GPU (GPUSCOPE_DEMO_SLOW_GPU) has shown NVLink errors yet: checked on the
+    node's agent every CHECK_EVERY_SECONDS until it has. `mine`: this rank drives that GPU. Only a rank
+    that watches asks the agent: the rank on the GPU, or every rank when `every_rank` (the collective-free
+    job, whose ranks act out the all-reduce's wait for the slow one themselves)."""
 
-    def __init__(self):
+    def __init__(self, every_rank=False):
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
-        self.gpu = gpus[local_rank] if local_rank < len(gpus) else ""
-        self.watch = self.gpu != "" and self.gpu == os.environ.get("GPUSCOPE_DEMO_SLOW_GPU")
+        gpu = gpus[local_rank] if local_rank < len(gpus) else ""
+        self.slow_gpu = os.environ.get("GPUSCOPE_DEMO_SLOW_GPU", "")
+        self.mine = gpu != "" and gpu == self.slow_gpu
+        self.watch = self.mine or (every_rank and self.slow_gpu != "")
         self.url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
         self.slowed = False
         self.next_check = 0.0
 
     def link_bad(self):
         if self.watch and not self.slowed and time.monotonic() >= self.next_check:
-            self.slowed = nvlink_errors(self.url, self.gpu) > 0
+            self.slowed = nvlink_errors(self.url, self.slow_gpu) > 0
             self.next_check = time.monotonic() + CHECK_EVERY_SECONDS
         return self.slowed
 
@@ -158,19 +162,13 @@ def main():
         import torch.distributed as dist
         return train_with_torch(torch, dist)
     rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    gpus = os.environ.get("SLURM_STEP_GPUS", "").split(",")
-    my_gpu = gpus[local_rank] if local_rank < len(gpus) else ""
-    slow_gpu = os.environ.get("GPUSCOPE_DEMO_SLOW_GPU", "")
-    mine = my_gpu != "" and my_gpu == slow_gpu
-    url = os.environ.get("GPUSCOPE_DEMO_METRICS_URL", "")
+    incident = Incident(every_rank=True)
+    mine = incident.mine
     session = gt.init()
-    slowed, next_check, seq = False, 0.0, 0
+    seq = 0
     while True:
         begin = time.time_ns()
-        if slow_gpu and not slowed and time.monotonic() >= next_check:
-            slowed = nvlink_errors(url, slow_gpu) > 0
-            next_check = time.monotonic() + CHECK_EVERY_SECONDS
+        slowed = incident.link_bad()
         replay = slowed and seq % REPLAY_EVERY_STEPS == REPLAY_EVERY_STEPS - 1
         step_seconds = STEP_SECONDS + (REPLAY_SECONDS if replay else 0)
         own_extra = (SLOW_EXTRA_SECONDS + (REPLAY_SECONDS if replay else 0)) if slowed and mine else 0
