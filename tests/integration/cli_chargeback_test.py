@@ -344,6 +344,46 @@ class GpuscopeChargeback(unittest.TestCase):
         self.assertEqual(done.returncode, 1)
         self.assertIn("no allocated GPUs", done.stderr)
 
+    def test_sacct_column_compares_with_slurms_gpu_hours(self):
+        # No slurmdbd here (tests/integration/slurm_harness.py runs Slurm without accounting storage), so
+        # a stand-in `sacct` prints what `sacct -X -n -P` prints for the history's three jobs and records
+        # how it was called.
+        bin_dir = os.path.join(self.workdir, "bin")
+        os.makedirs(bin_dir, exist_ok=True)
+        utc = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))  # noqa: E731
+        lines = [f"101|physics|ann|gpu|billing=2,cpu=2,gres/gpu=2,node=1|{utc(T0)}|{utc(T_END)}",
+                 f"102|physics|bob|gpu|cpu=1,gres/gpu=1,node=1|{utc(T0 + 1800)}|{utc(T0 + 1800 + 2 * HOUR)}",
+                 f"103|bio|cat|debug|cpu=1,gres/gpu=1,node=1|{utc(T0 - HOUR)}|Unknown",
+                 f"104|bio|cat|debug|cpu=4,node=1|{utc(T0)}|{utc(T_END)}"]
+        with open(os.path.join(bin_dir, "sacct"), "w") as f:
+            f.write("#!/bin/sh\necho \"TZ=$TZ $*\" > \"$(dirname \"$0\")/args\"\n" +
+                    "".join(f"echo '{line}'\n" for line in lines))
+        os.chmod(os.path.join(bin_dir, "sacct"), 0o755)
+        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+        done = subprocess.run([GPUSCOPE, "chargeback", f"--prometheus.url={self.prometheus.url}", f"--from={T0}",
+                               f"--to={T_END}", "--sacct", "--format=json"], capture_output=True, text=True,
+                              timeout=120, env=env)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(os.path.join(bin_dir, "args")) as f:
+            args = f.read().split()
+        self.assertEqual(args[0], "TZ=UTC")
+        self.assertEqual(args[args.index("-S") + 1], utc(T0))
+        self.assertEqual(args[args.index("-E") + 1], utc(T_END))
+        rows = {row["account"]: row for row in json.loads(done.stdout)}
+        self.assertAlmostEqual(rows["physics"]["sacct_gpu_hours"], 10.0)
+        self.assertAlmostEqual(rows["bio"]["sacct_gpu_hours"], 4.0)
+        # The agents saw less than Slurm allocated by node-a's restart gap (2 GPUs x 10 min) and node-b's
+        # missed scrapes (5 min): that is the difference, in percent of Slurm's figure.
+        self.assertAlmostEqual(rows["physics"]["sacct_diff_percent"], -100 * (2 * 600 / HOUR) / 10.0, delta=0.1)
+        self.assertAlmostEqual(rows["bio"]["sacct_diff_percent"], -100 * (300 / HOUR) / 4.0, delta=0.15)
+
+        missing = subprocess.run([GPUSCOPE, "chargeback", f"--prometheus.url={self.prometheus.url}", f"--from={T0}",
+                                  f"--to={T_END}", "--sacct", "--format=json"], capture_output=True, text=True,
+                                 timeout=120, env=dict(os.environ, PATH="/nonexistent"))
+        self.assertEqual(missing.returncode, 0, missing.stderr)
+        self.assertIn("no comparison with Slurm's accounting", missing.stderr)
+        self.assertTrue(all(row["sacct_gpu_hours"] is None for row in json.loads(missing.stdout)))
+
     def test_the_shipped_example_cost_table_parses(self):
         example = os.path.join(SOURCE, "deploy", "costs.example.yaml")
         done = self.gpuscope(f"--from={T0}", f"--to={T_END}", f"--costs={example}", "--format=json")
