@@ -1,5 +1,6 @@
 #include "src/cli/chargeback_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -138,7 +139,7 @@ int RunChargeback(const CommandLine& line) {
   }
   if (!unpriced.empty()) {
     std::cerr << "gpuscope chargeback: "
-              << (costs_path.empty() ? "no --costs table given"
+              << (costs_path.empty() ? std::string("no --costs given, so no price for")
                                      : "the cost table " + costs_path + " has no price for")
               << ":";
     for (const auto& [model, groups] : unpriced) {
@@ -188,7 +189,8 @@ Command ChargebackCommand() {
       "GPU-hours allocated, used and idle, energy and cost per account, user, partition or namespace",
       "Sums, per group and GPU model, the GPU-hours allocated (samples of gpuscope_gpu_allocation_info x\n"
       "the scrape interval), used (the same weighted by utilisation), idle (gpuscope_gpu_allocated_idle),\n"
-      "the energy (increase of gpuscope_gpu_energy_joules_total) and the cost from the cost table, over\n"
+      "the energy (gpuscope_gpu_energy_joules_total's rise, across resets) and the cost from the cost table, "
+      "over\n"
       "windows of --step seconds. TIME: 2026-11-03, 2026-11-03T12:00:00Z or Unix seconds.\n"
       "Exit: 0 done, 1 a query failed or found no allocated GPU, 2 bad flags or cost table.\n",
       WithPrometheusFlags(

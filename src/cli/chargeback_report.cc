@@ -536,7 +536,7 @@ Status ParseSacctGpuHours(std::string_view sacct_output, ChargebackGrouping grou
     }
     if (gpus <= 0) continue;
     double start = 0, end = range.to;
-    if (ParseTimestamp(std::string(fields[5]) + "Z", &start).ok() == false) continue;  // not started
+    if (!ParseTimestamp(std::string(fields[5]) + "Z", &start).ok()) continue;  // "None": not started
     if (fields[6] != "Unknown" && !ParseTimestamp(std::string(fields[6]) + "Z", &end).ok()) continue;
     const double overlap = std::min(end, range.to) - std::max(start, range.from);
     if (overlap <= 0) continue;
