@@ -324,15 +324,19 @@ std::string ChargebackQuery(ChargebackFigure figure, ChargebackGrouping grouping
       case ChargebackFigure::kAllocatedSamples:
         return over_window(held);
       case ChargebackFigure::kUsedSamples:
+        // The agent gives each pod holding a GPU its own copy of the GPU's series (as dcgm-exporter does):
+        // one value per GPU and scrape.
         return over_window(
-            held + " * on (instance, UUID) group_left () (last_over_time(DCGM_FI_PROF_SM_ACTIVE" + gpu + i +
-            ") or on (instance, UUID) last_over_time(DCGM_FI_DEV_GPU_UTIL" + gpu + i + ") / 100)");
+            held + " * on (instance, UUID) group_left () (max by (instance, UUID) (last_over_time(" +
+            "DCGM_FI_PROF_SM_ACTIVE" + gpu + i + ")) or on (instance, UUID) max by (instance, UUID) " +
+            "(last_over_time(DCGM_FI_DEV_GPU_UTIL" + gpu + i + ")) / 100)");
       case ChargebackFigure::kIdleSamples:
         return over_window(held +
                            " * on (instance, UUID, namespace, pod, container) group_left () last_over_time(" +
                            "gpuscope_k8s_gpu_allocated_idle" + gpu + i + ")");
       case ChargebackFigure::kEnergyJoules: {
-        // The GPU's energy in the window, split by the scrapes each pod held it of the GPU's scrapes.
+        // The GPU's energy in the window, split by the scrapes each pod held it of the GPU's scrapes (the
+        // per-pod copies of its counter add to the numerator and the denominator alike).
         const std::string energy = "gpuscope_gpu_energy_joules_total" + gpu;
         return "sum by (" + label + ", modelName) (sum_over_time((" + held + ")" + sub +
                ") * on (instance, UUID) group_left () (sum by (instance, UUID) (" +

@@ -127,15 +127,19 @@ def build_history():
     h = History()
     energy = {}  # UUID -> counter value
 
-    def gpu_sample(node, gpu, model, t, watts, job="", util=None, sm=None, idle=None):
-        labels = gpu_labels(node, gpu, model, job)
-        key = labels["UUID"]
+    def gpu_sample(node, gpu, model, t, watts, job="", util=None, sm=None, idle=None, pods=({},)):
+        # As the agent does on a Kubernetes node: one copy of each GPU series per pod holding the GPU,
+        # with its namespace, pod and container.
+        key = gpu_labels(node, gpu, model, job)["UUID"]
         energy[key] = energy.get(key, 5e8) + watts * INTERVAL  # 5e8 J before the range
-        h.add("gpuscope_gpu_energy_joules", "counter", labels, f"{energy[key]:.1f}", t)
-        if util is not None:
-            h.add("DCGM_FI_DEV_GPU_UTIL", "gauge", labels, util, t)
-        if sm is not None:
-            h.add("DCGM_FI_PROF_SM_ACTIVE", "gauge", labels, sm, t)
+        for pod in pods:
+            labels = dict(gpu_labels(node, gpu, model, job), **pod)
+            h.add("gpuscope_gpu_energy_joules", "counter", labels, f"{energy[key]:.1f}", t)
+            if util is not None:
+                h.add("DCGM_FI_DEV_GPU_UTIL", "gauge", labels, util, t)
+            if sm is not None:
+                h.add("DCGM_FI_PROF_SM_ACTIVE", "gauge", labels, sm, t)
+        labels = gpu_labels(node, gpu, model, job)
         if job:
             info = dict(labels, rank="0", step="batch")
             h.add("gpuscope_gpu_allocation_info", "gauge", info, 1, t)
@@ -171,8 +175,12 @@ def build_history():
             gpu_sample("node-b", 1, A100, t, 250, "103", util=90, sm=0.25, idle=0)
             job_info("node-b", "103", "cat", "bio", "debug", t)
         # node-k: the Kubernetes node (no hpc_job; pods hold its GPUs).
-        gpu_sample("node-k", 0, A100, t, 200, util=40 if T0 + 5400 <= t < T0 + 5400 + 2 * HOUR else 0)
-        gpu_sample("node-k", 1, A100, t, 100, util=0)
+        research = T0 + 5400 <= t < T0 + 5400 + 2 * HOUR
+        gpu_sample("node-k", 0, A100, t, 200, util=40 if research else 0,
+                   pods=({"namespace": "research", "pod": "train-1", "container": "main"},) if research else ({},))
+        gpu_sample("node-k", 1, A100, t, 100, util=0,
+                   pods=tuple({"namespace": "inference", "pod": name, "container": "main"}
+                              for name in ("serve-a", "serve-b")))
         if T0 + 5400 <= t < T0 + 5400 + 2 * HOUR:
             pod = dict(gpu_labels("node-k", 0, A100), namespace="research", pod="train-1", container="main")
             del pod["hpc_job"]
