@@ -173,6 +173,29 @@ TEST(ChargebackQueryTest, NamespaceSplitsTimeSlicedReplicasAndUsesThePodAllocati
   EXPECT_EQ(q.find("gpuscope_job_info"), std::string::npos) << q;
 }
 
+TEST(ChargebackQueryTest, NamespaceJoinsEachScrapeToItsPodsWithOneUtilisationPerGpu) {
+  const std::string q =
+      ChargebackQuery(ChargebackFigure::kUsedSamples, ChargebackGrouping::kNamespace, 3600, 30, "");
+  // A subquery stepping by the scrape interval, each step reading the one sample before it.
+  EXPECT_NE(q.find("[3599999ms:30000ms]"), std::string::npos) << q;
+  EXPECT_NE(q.find("last_over_time(DCGM_FI_DEV_GPU_UTIL{GPU_I_ID=\"\"}[29999ms])"), std::string::npos) << q;
+  // The agent copies a shared GPU's series per pod: the join needs one value per GPU.
+  EXPECT_NE(q.find("max by (instance, UUID) (last_over_time(DCGM_FI_DEV_GPU_UTIL"), std::string::npos) << q;
+}
+
+TEST(ChargebackQueryTest, EnergyReadsTheCounterAcrossTheWindowStartAndFallsBackToIncreaseOnResets) {
+  const std::string q =
+      ChargebackQuery(ChargebackFigure::kEnergyJoules, ChargebackGrouping::kAccount, 600, 30, "");
+  const std::string e = "gpuscope_gpu_energy_joules_total{GPU_I_ID=\"\",hpc_job!=\"\"}";
+  EXPECT_NE(
+      q.find("last_over_time(" + e + "[599999ms]) - last_over_time(" + e + "[3600000ms] offset 600000ms)"),
+      std::string::npos)
+      << q;
+  EXPECT_NE(q.find("unless resets(" + e + "[4199999ms]) > 0) or increase(" + e + "[599999ms])"),
+            std::string::npos)
+      << q;
+}
+
 PromSeries Series(std::map<std::string, std::string> labels, std::vector<std::pair<double, double>> points) {
   PromSeries s;
   s.labels = std::move(labels);
