@@ -16,9 +16,9 @@
 // - Idle GPU-hours: the samples where the agent's gpuscope_gpu_allocated_idle was 1 (below 5 % for 60 s)
 //   times the scrape interval.
 // - Energy: per series of gpuscope_gpu_energy_joules_total (its hpc_job label says whose it is) and
-//   window, the counter's last value in the window minus its last value before it (exact across scrape
-//   gaps and agent restarts, which do not reset it); increase() where the series starts in the window
-//   or the counter reset (a driver reload): a reset counts as a new start.
+//   window, the counter's last value in the window minus its last value in the hour before it (exact
+//   across scrape gaps and agent restarts up to an hour, which do not reset it); increase() where the
+//   series starts in the window or the counter reset (a driver reload): a reset counts as a new start.
 // - Cost: per GPU model, GPU-hours allocated x price per GPU-hour + kWh x price per kWh.
 // Slurm groups (account, user, partition) come from gpuscope_job_info joined on hpc_job per window.
 // Kubernetes namespaces come from gpuscope_k8s_gpu_allocation_info joined to the GPU's series scrape by
