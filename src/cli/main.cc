@@ -7,6 +7,7 @@
 
 #include "src/cli/command.h"
 #include "src/cli/command_line.h"
+#include "src/cli/inventory_command.h"
 #include "src/cli/job_command.h"
 
 namespace gpuscope {
@@ -16,6 +17,7 @@ namespace {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       JobCommand(),
+      InventoryCommand(),
   };
   return commands;
 }
