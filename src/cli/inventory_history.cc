@@ -356,7 +356,9 @@ InventoryReport AnalyzeInventory(const InventoryInput& input, const InventoryOpt
     report.candidates.push_back(std::move(c));
   }
   std::sort(report.candidates.begin(), report.candidates.end(),
-            [](const RmaCandidate& a, const RmaCandidate& b) { return a.flagged_at < b.flagged_at; });
+            [](const RmaCandidate& a, const RmaCandidate& b) {
+              return std::tie(a.flagged_at, a.uuid) < std::tie(b.flagged_at, b.uuid);
+            });
 
   // Moves: a card's next placement in another slot (its return, for an RMA candidate, is said above).
   for (const auto& [uuid, list] : by_card) {

@@ -98,7 +98,7 @@ struct InventoryReport {
   double start = 0, end = 0, step = 0;
   std::vector<Placement> placements;     // by serial, UUID, then first_seen
   std::vector<InventoryEvent> events;    // by time, then node, gpu
-  std::vector<RmaCandidate> candidates;  // by flagged_at
+  std::vector<RmaCandidate> candidates;  // by flagged_at, then UUID
 };
 
 InventoryReport AnalyzeInventory(const InventoryInput& input, const InventoryOptions& options);
