@@ -108,7 +108,7 @@ bool OtherCardInSlot(const std::vector<const Run*>& slot_runs, const std::string
   return false;
 }
 
-std::vector<Placement> PlacementsFromRuns(std::vector<Run> runs, const InventoryOptions& options) {
+std::vector<Placement> PlacementsFromRuns(const std::vector<Run>& runs, const InventoryOptions& options) {
   std::map<SlotKey, std::vector<const Run*>> by_slot;
   for (const Run& r : runs) by_slot[{r.node, r.gpu}].push_back(&r);
   std::map<std::string, std::vector<const Run*>> by_card;
