@@ -21,15 +21,6 @@ namespace {
 // aggregated away in Prometheus so job churn does not multiply the series.
 constexpr char kIdentity[] = "UUID, Hostname, hostname, gpu, pci_bus_id";
 
-std::string Utc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(std::llround(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 const char* const kSections[] = {"all", "gpus", "events", "rma"};
 
 }  // namespace
@@ -129,8 +120,8 @@ std::string RenderInventory(const InventoryReport& report, TableFormat format, c
       {"gpus", PlacementsTable(report)}, {"events", EventsTable(report)}, {"rma", RmaTable(report)}};
   if (format == TableFormat::kJson) {
     nlohmann::json doc;
-    doc["from"] = Utc(report.start);
-    doc["to"] = Utc(report.end);
+    doc["from"] = FormatUtc(report.start);
+    doc["to"] = FormatUtc(report.end);
     doc["step_seconds"] = report.step;
     for (const auto& [name, table] : tables) {
       if (section == "all" || section == name) doc[name] = nlohmann::json::parse(RenderTableJson(table));
@@ -139,8 +130,8 @@ std::string RenderInventory(const InventoryReport& report, TableFormat format, c
   }
   std::string out;
   if (format == TableFormat::kText) {
-    out = "GPU inventory from " + Utc(report.start) + " to " + Utc(report.end) + ", sampled every " +
-          std::to_string(std::lround(report.step)) + " s\n";
+    out = "GPU inventory from " + FormatUtc(report.start) + " to " + FormatUtc(report.end) +
+          ", sampled every " + std::to_string(std::lround(report.step)) + " s\n";
   }
   const std::map<std::string, std::string> titles = {
       {"gpus", "GPUs: where each card was (one row per card and slot)"},
@@ -221,8 +212,8 @@ int RunInventory(const CommandLine& line) {
   analysis.step = query.step;
   InventoryReport report = AnalyzeInventory(input, analysis);
   if (report.placements.empty()) {
-    std::cerr << "gpuscope inventory: no gpuscope_gpu_info in Prometheus from " << Utc(query.start) << " to "
-              << Utc(query.end) << " (see --from, --to, --lookback)\n";
+    std::cerr << "gpuscope inventory: no gpuscope_gpu_info in Prometheus from " << FormatUtc(query.start)
+              << " to " << FormatUtc(query.end) << " (see --from, --to, --lookback)\n";
     return kExitFailed;
   }
   status = FilterInventory(line.flags.at("node"), line.flags.at("rma-only") == "true", &report);

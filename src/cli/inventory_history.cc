@@ -20,15 +20,6 @@ std::string NodeOf(const PromSeries& series) {
 
 std::string SlotName(const std::string& node, const std::string& gpu) { return node + "/" + gpu; }
 
-std::string Utc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(std::llround(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string Count(double value) {
   char buf[32];
   if (value == std::floor(value) && std::fabs(value) < 1e15) {
@@ -261,6 +252,15 @@ std::string Card(const std::string& uuid, const std::string& serial) {
 
 }  // namespace
 
+std::string FormatUtc(double unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(std::llround(unix_seconds));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 std::string InventoryEventKindName(InventoryEventKind kind) {
   switch (kind) {
     case InventoryEventKind::kReplaced:
@@ -440,8 +440,8 @@ Table PlacementsTable(const InventoryReport& report) {
     } else if (c != candidates.end() && p.first_seen == c->second->placed_at) {
       rma = "candidate";
     }
-    table.rows.push_back({p.serial, p.uuid, p.model, p.node, p.gpu, Utc(p.first_seen), Utc(p.last_seen),
-                          p.present ? "present" : "gone", rma});
+    table.rows.push_back({p.serial, p.uuid, p.model, p.node, p.gpu, FormatUtc(p.first_seen),
+                          FormatUtc(p.last_seen), p.present ? "present" : "gone", rma});
   }
   return table;
 }
@@ -451,7 +451,7 @@ Table EventsTable(const InventoryReport& report) {
   table.columns = {{"time"}, {"event"}, {"node"}, {"gpu"}, {"uuid"}, {"serial"}, {"detail"}};
   for (const InventoryEvent& e : report.events) {
     table.rows.push_back(
-        {Utc(e.time), InventoryEventKindName(e.kind), e.node, e.gpu, e.uuid, e.serial, e.detail});
+        {FormatUtc(e.time), InventoryEventKindName(e.kind), e.node, e.gpu, e.uuid, e.serial, e.detail});
   }
   return table;
 }
@@ -479,15 +479,15 @@ Table RmaTable(const InventoryReport& report) {
                                     c.model,
                                     c.node,
                                     c.gpu,
-                                    Utc(c.flagged_at),
+                                    FormatUtc(c.flagged_at),
                                     Join(c.reasons, "; "),
                                     Count(c.errors.dbe),
                                     Count(c.errors.remap_failures),
                                     Count(c.errors.xid79)};
     if (c.returned) {
-      row.insert(row.end(),
-                 {Utc(c.returned_at), SlotName(c.returned_node, c.returned_gpu), Count(c.since_return.dbe),
-                  Count(c.since_return.remap_failures), Count(c.since_return.xid79)});
+      row.insert(row.end(), {FormatUtc(c.returned_at), SlotName(c.returned_node, c.returned_gpu),
+                             Count(c.since_return.dbe), Count(c.since_return.remap_failures),
+                             Count(c.since_return.xid79)});
     } else {
       row.insert(row.end(), {"", "", "", "", ""});
     }
