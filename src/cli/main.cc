@@ -8,6 +8,7 @@
 #include "src/cli/chargeback_command.h"
 #include "src/cli/command.h"
 #include "src/cli/command_line.h"
+#include "src/cli/inventory_command.h"
 #include "src/cli/job_command.h"
 
 namespace gpuscope {
@@ -18,6 +19,7 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       JobCommand(),
       ChargebackCommand(),
+      InventoryCommand(),
   };
   return commands;
 }
