@@ -8,6 +8,7 @@
 #include "src/cli/command.h"
 #include "src/cli/command_line.h"
 #include "src/cli/job_command.h"
+#include "src/cli/top_command.h"
 
 namespace gpuscope {
 namespace {
@@ -16,6 +17,7 @@ namespace {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       JobCommand(),
+      TopCommand(),
   };
   return commands;
 }
