@@ -145,6 +145,23 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
     if (std::isfinite(v)) existing->value = std::max(existing->value, v);
   }
 
+  // A GPU that stopped answering (fallen off the bus) has no sample: it keeps its place as a cell without a
+  // value, so that cells stay in index order under the header and its alerts (GpuLost) land on it.
+  for (auto& [host, node] : nodes) {
+    long highest = -1;
+    for (const TopGpu& g : node.gpus) {
+      char* end = nullptr;
+      const long index = std::strtol(g.index.c_str(), &end, 10);
+      if (*end == '\0' && !g.index.empty()) highest = std::max(highest, index);
+    }
+    for (long i = 0; i <= highest && i < 1024; ++i) {
+      const std::string index = std::to_string(i);
+      if (gpu(host, index) != nullptr) continue;
+      gpu_at[{host, index}] = node.gpus.size();
+      node.gpus.push_back(TopGpu{index, -1, "", false, {}});
+    }
+  }
+
   // Slurm: one gpuscope_job_info per node and job; Kubernetes: one allocation per GPU (or MIG instance).
   std::map<std::pair<std::string, std::string>, TopJob> slurm_jobs;
   for (const PromSeries& s : jobs) {

@@ -83,13 +83,29 @@ TEST(TopFleetTest, OrdersNodesAndGpusWithNumbersComparedAsNumbers) {
   ASSERT_EQ(snapshot.nodes.size(), 2u);
   EXPECT_EQ(snapshot.nodes[0].hostname, "gpu-node-2");
   EXPECT_EQ(snapshot.nodes[1].hostname, "gpu-node-10");
-  ASSERT_EQ(snapshot.nodes[0].gpus.size(), 3u);
-  EXPECT_EQ(snapshot.nodes[0].gpus[0].index, "0");
-  EXPECT_EQ(snapshot.nodes[0].gpus[1].index, "2");
-  EXPECT_EQ(snapshot.nodes[0].gpus[2].index, "10");
+  // GPUs 0, 2 and 10 answered; the ones between keep their places without a value.
+  ASSERT_EQ(snapshot.nodes[0].gpus.size(), 11u);
+  for (int i = 0; i <= 10; ++i) EXPECT_EQ(snapshot.nodes[0].gpus[i].index, std::to_string(i));
+  EXPECT_EQ(snapshot.nodes[0].gpus[2].value, 1);
+  EXPECT_EQ(snapshot.nodes[0].gpus[10].value, 1);
+  EXPECT_LT(snapshot.nodes[0].gpus[9].value, 0);
   EXPECT_TRUE(NaturalLess("node-007", "node-10"));
   EXPECT_FALSE(NaturalLess("node-10", "node-10"));
   EXPECT_TRUE(NaturalLess("node", "node-1"));
+}
+
+TEST(TopFleetTest, AGpuWithoutASampleKeepsItsPlaceAndItsAlert) {
+  // GPU 1 fell off the bus: no utilisation sample, but GpuLost fires on it.
+  const std::vector<PromSeries> values = {GpuValue("n1", "0", 90), GpuValue("n1", "2", 80)};
+  const std::vector<PromSeries> alerts = {Sample({{"alertname", "GpuLost"}, {"Hostname", "n1"}, {"gpu", "1"}}, 1)};
+  const FleetSnapshot snapshot = BuildFleetSnapshot(TopMetric::kUtilization, values, {}, {}, alerts);
+  const TopNode& node = snapshot.nodes.at(0);
+  ASSERT_EQ(node.gpus.size(), 3u);
+  EXPECT_EQ(node.gpus[1].index, "1");
+  EXPECT_LT(node.gpus[1].value, 0);
+  EXPECT_EQ(node.gpus[1].alerts, std::vector<std::string>{"GpuLost"});
+  EXPECT_TRUE(node.alerts.empty());
+  EXPECT_EQ(node.MeanValue(), 85);
 }
 
 TEST(TopFleetTest, KubernetesPodIsTheJobAndItsNamespaceTheAccount) {
