@@ -82,6 +82,12 @@ bool NaturalLess(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
+bool TopGpu::HasAlert() const {
+  return std::any_of(alerts.begin(), alerts.end(), [](const std::string& name) {
+    return name != "GpuAllocatedIdle" && name != "GpuPodAllocatedIdle";
+  });
+}
+
 int TopNode::IdleGpus() const {
   return static_cast<int>(
       std::count_if(gpus.begin(), gpus.end(), [](const TopGpu& g) { return g.allocated_idle; }));
@@ -89,7 +95,7 @@ int TopNode::IdleGpus() const {
 
 bool TopNode::HasAlert() const {
   return !alerts.empty() ||
-         std::any_of(gpus.begin(), gpus.end(), [](const TopGpu& g) { return !g.alerts.empty(); });
+         std::any_of(gpus.begin(), gpus.end(), [](const TopGpu& g) { return g.HasAlert(); });
 }
 
 double TopNode::MeanValue() const {

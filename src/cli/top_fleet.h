@@ -47,6 +47,10 @@ struct TopGpu {
   std::string job;                  // key into TopNode::jobs; empty when not allocated
   bool allocated_idle = false;      // gpuscope_gpu_allocated_idle (or the pod's) is 1 (any MIG instance)
   std::vector<std::string> alerts;  // names of firing alerts on this GPU
+
+  // A firing alert other than the mixin's allocated-idle ones (GpuAllocatedIdle, GpuPodAllocatedIdle),
+  // which allocated_idle already shows.
+  bool HasAlert() const;
 };
 
 struct TopNode {

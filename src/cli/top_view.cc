@@ -355,12 +355,12 @@ TopScreen LayoutTopScreen(const FleetSnapshot& snapshot, const TopViewState& sta
         }
         const TopGpu& g = node.gpus[i];
         const int level = TopLevel(g.value, metric.full_scale);
-        const char marker = !g.alerts.empty() ? '!' : g.allocated_idle ? 'i' : ' ';
+        const char marker = g.HasAlert() ? '!' : g.allocated_idle ? 'i' : ' ';
         std::string value = level < 0 ? "-"
                             : wide    ? std::to_string(std::lround(g.value))
                                       : std::to_string(level);
         if (wide) value = PadLeft(value, 3);
-        TopStyle style = !g.alerts.empty()  ? TopStyle::kAlert
+        TopStyle style = g.HasAlert()       ? TopStyle::kAlert
                          : g.allocated_idle ? TopStyle::kIdle
                          : level < 0        ? TopStyle::kDim
                                             : HeatStyle(level);

@@ -97,7 +97,8 @@ TEST(TopFleetTest, OrdersNodesAndGpusWithNumbersComparedAsNumbers) {
 TEST(TopFleetTest, AGpuWithoutASampleKeepsItsPlaceAndItsAlert) {
   // GPU 1 fell off the bus: no utilisation sample, but GpuLost fires on it.
   const std::vector<PromSeries> values = {GpuValue("n1", "0", 90), GpuValue("n1", "2", 80)};
-  const std::vector<PromSeries> alerts = {Sample({{"alertname", "GpuLost"}, {"Hostname", "n1"}, {"gpu", "1"}}, 1)};
+  const std::vector<PromSeries> alerts = {
+      Sample({{"alertname", "GpuLost"}, {"Hostname", "n1"}, {"gpu", "1"}}, 1)};
   const FleetSnapshot snapshot = BuildFleetSnapshot(TopMetric::kUtilization, values, {}, {}, alerts);
   const TopNode& node = snapshot.nodes.at(0);
   ASSERT_EQ(node.gpus.size(), 3u);

@@ -116,6 +116,20 @@ TEST(TopViewTest, CellStylesAreAlertOverIdleOverHeatAndDimWithoutASample) {
   EXPECT_EQ(cell("gpu-node-04", 0).style, TopStyle::kIdle);
 }
 
+TEST(TopViewTest, TheAllocatedIdleAlertShowsAsIdleNotAsAnAlertButIsListed) {
+  FleetSnapshot s = Demo();
+  for (TopGpu& g : s.nodes[2].gpus) g.alerts.push_back("GpuAllocatedIdle");
+  s.nodes[2].gpus[3].alerts.push_back("GpuXidCritical");
+  const TopScreen screen = LayoutTopScreen(s, Shown(), 200, 30, 1000);
+  EXPECT_EQ(RowOf(screen, "gpu-node-04"),
+            "gpu-node-04! H100 80GB HBM3    0i   0i   0i   0!   0i   0i   0i   0i "
+            "4104 dave research/interactive notebook ! GpuAllocatedIdle, GpuXidCritical");
+  s.nodes[2].gpus[3].alerts.pop_back();
+  EXPECT_FALSE(s.nodes[2].HasAlert());
+  EXPECT_EQ(RowOf(LayoutTopScreen(s, Shown(), 80, 24, 1000), "gpu-node-04"),
+            "gpu-node-04  0i 0i 0i 0i 0i 0i 0i 0i 4104 dave");
+}
+
 TEST(TopViewTest, LevelsAreTenthsOfFullScale) {
   EXPECT_EQ(TopLevel(0, 100), 0);
   EXPECT_EQ(TopLevel(9.99, 100), 0);
