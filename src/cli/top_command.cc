@@ -189,6 +189,8 @@ bool HandleKey(int key, int page_rows, TopViewState* view, RefresherState* state
       }
     } else if (key == 27) {
       view->prompt = false;
+    } else if (key == 21) {  // Ctrl-U, as in a shell: clear the line
+      view->prompt_text.clear();
     } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
       if (!view->prompt_text.empty()) view->prompt_text.pop_back();
     } else if (key >= 32 && key < 127) {

@@ -91,7 +91,8 @@ std::vector<std::string> HelpLines() {
       "Keys",
       "  u m p t      show utilisation, memory used, power (of the enforced limit), temperature",
       "  s            sort by node name, by the metric (highest first), idle GPUs first",
-      "  /            filter: user=NAME account=NAME partition=NAME and words (Enter applies, empty clears)",
+      "  /            filter: user=NAME account=NAME partition=NAME and words (Enter applies, Esc cancels,",
+      "               Ctrl-U clears the line; an empty filter shows every node)",
       "  c            clear the filter",
       "  + -          refresh less / more often",
       "  Up Down PgUp PgDn Home End   scroll",
@@ -384,8 +385,7 @@ TopScreen LayoutTopScreen(const FleetSnapshot& snapshot, const TopViewState& sta
       bottom.spans.push_back({state.message, TopStyle::kError});
     } else {
       bottom.spans.push_back(
-          {"u/m/p/t metric  s sort  / filter  c clear  +/- refresh  PgUp/PgDn  ? help  q quit",
-           TopStyle::kDim});
+          {"u m p t metric  s sort  / filter  c clear  + - refresh  ? help  q quit", TopStyle::kDim});
     }
     screen.lines.push_back(bottom);
   }
