@@ -46,29 +46,47 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return !needle.empty() && haystack.find(needle) != std::string::npos;
 }
 
-// The node's jobs in the order of the first GPU each holds.
-std::vector<const TopJob*> JobsInGpuOrder(const TopNode& node) {
-  std::vector<const TopJob*> jobs;
+// The keys of the node's jobs in the order of the first GPU each holds.
+std::vector<std::string> JobsInGpuOrder(const TopNode& node) {
+  std::vector<std::string> keys;
   std::set<std::string> seen;
   for (const TopGpu& g : node.gpus) {
-    if (g.job.empty() || !seen.insert(g.job).second) continue;
-    auto it = node.jobs.find(g.job);
-    if (it != node.jobs.end()) jobs.push_back(&it->second);
+    if (!g.job.empty() && node.jobs.count(g.job) != 0 && seen.insert(g.job).second) keys.push_back(g.job);
   }
-  return jobs;
+  return keys;
 }
 
-std::string JobsText(const TopNode& node, bool wide) {
+// The GPUs of the node that job `key` holds, as index ranges: "0-3,6".
+std::string GpusOf(const TopNode& node, const std::string& key) {
   std::string out;
-  for (const TopJob* job : JobsInGpuOrder(node)) {
+  for (size_t i = 0; i < node.gpus.size();) {
+    if (node.gpus[i].job != key) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j + 1 < node.gpus.size() && node.gpus[j + 1].job == key) ++j;
+    out += (out.empty() ? "" : ",") + node.gpus[i].index + (j > i ? "-" + node.gpus[j].index : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+// The jobs on a node; with more than one, each says which GPUs it holds ("[0-3]").
+std::string JobsText(const TopNode& node, bool wide) {
+  const std::vector<std::string> keys = JobsInGpuOrder(node);
+  std::string out;
+  for (const std::string& key : keys) {
+    const TopJob& job = node.jobs.at(key);
     if (!out.empty()) out += wide ? "; " : ", ";
-    out += job->id;
-    if (!job->user.empty()) out += " " + job->user;
+    out += job.id;
+    if (keys.size() > 1) out += "[" + GpusOf(node, key) + "]";
+    if (!job.user.empty()) out += " " + job.user;
     if (wide) {
-      std::string where = job->account;
-      if (!job->partition.empty()) where += (where.empty() ? "" : "/") + job->partition;
+      std::string where = job.account;
+      if (!job.partition.empty()) where += (where.empty() ? "" : "/") + job.partition;
       if (!where.empty()) out += " " + where;
-      if (!job->name.empty()) out += " " + job->name;
+      if (!job.name.empty()) out += " " + job.name;
     }
   }
   return out;

@@ -130,6 +130,19 @@ TEST(TopViewTest, TheAllocatedIdleAlertShowsAsIdleNotAsAnAlertButIsListed) {
             "gpu-node-04  0i 0i 0i 0i 0i 0i 0i 0i 4104 dave");
 }
 
+TEST(TopViewTest, ANodeSharedByJobsSaysWhichGpusEachHolds) {
+  FleetSnapshot s;
+  s.nodes.push_back(Node("n1", std::vector<double>(8, 50), {"7", "ann", "a", "p", "x"}));
+  s.nodes[0].jobs["8"] = TopJob{"8", "bo", "b", "q", "y"};
+  for (int i : {4, 5, 7}) s.nodes[0].gpus[i].job = "8";
+  s.nodes[0].gpus[6].job.clear();
+  EXPECT_EQ(RowOf(LayoutTopScreen(s, Shown(), 80, 24, 1000), "n1"),
+            "n1    5  5  5  5  5  5  5  5  7[0-3] ann, 8[4-5,7] bo");
+  EXPECT_NE(
+      RowOf(LayoutTopScreen(s, Shown(), 200, 24, 1000), "n1").find("7[0-3] ann a/p x; 8[4-5,7] bo b/q y"),
+      std::string::npos);
+}
+
 TEST(TopViewTest, LevelsAreTenthsOfFullScale) {
   EXPECT_EQ(TopLevel(0, 100), 0);
   EXPECT_EQ(TopLevel(9.99, 100), 0);
