@@ -45,7 +45,9 @@ struct RefresherState {
 };
 
 // Runs the fleet's queries every interval (or at once when woken) until stopped.
-void RefreshLoop(std::shared_ptr<RefresherState> state, std::shared_ptr<PrometheusClient> prometheus) {
+// The thread's own copies of the pointers (std::thread keeps them for its life) hold both alive.
+void RefreshLoop(const std::shared_ptr<RefresherState>& state,
+                 const std::shared_ptr<PrometheusClient>& prometheus) {
   for (;;) {
     TopMetric metric;
     {

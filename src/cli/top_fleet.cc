@@ -205,7 +205,9 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
     if (host.empty() && host_of_instance.count(s.Label("instance")) != 0)
       host = host_of_instance[s.Label("instance")];
     if (host.empty() || nodes.count(host) == 0) {
-      fleet_alerts.insert(host.empty() ? name : name + " (" + host + ")");
+      std::string label = name;
+      if (!host.empty()) label.append(" (").append(host).append(")");
+      fleet_alerts.insert(label);
     } else if (!s.Label("gpu").empty() && gpu(host, s.Label("gpu")) != nullptr) {
       gpu_alerts[{host, s.Label("gpu")}].insert(name);
     } else {

@@ -6,10 +6,12 @@ dave: 8 GPUs allocated and idle). The first screen must list the nodes with thei
 ('i') and node 03's alert ('!'); keys switch the metric (the header changes), sort, filter by user (the rows
 narrow), change the refresh interval and show the help; resizing the window to 80x24 and back to 200x60 re-lays
 out the screen; q exits 0. A terminal without colours (TERM=vt100) gets the same digits and markers and no colour
-escapes; an unreachable Prometheus shows the error instead of exiting. `--once` prints the same rows.
+escapes; an unreachable Prometheus shows the error instead of exiting, and one that never answers freezes
+no key. `--once` prints the same rows.
 
 Usage: cli_top_test.py AGENT SIM_LIBRARY GPUSCOPE"""
 
+import http.server
 import os
 import re
 import shlex
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -249,6 +252,37 @@ class GpuscopeTop(unittest.TestCase):
         self.assertIn("ERROR: query DCGM_FI_DEV_GPU_UTIL", screen)
         top.keys("m")
         top.wait(lambda s: "| memory %" in s.splitlines()[0], "the metric key with Prometheus down")
+        top.keys("q", literal=True)
+        self.assertEqual(top.exit_status(), "0")
+
+    def test_slow_prometheus_never_freezes_the_keys(self):
+        """A server that answers every query after 60 s: the metric key, the help and q still act at once (the
+        queries run on their own thread), and q does not wait for the query in flight (exit_status waits 15 s)."""
+        release = threading.Event()
+
+        class Slow(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's naming
+                release.wait(60)
+                self.send_response(503)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.addCleanup(release.set)
+        top = self.start("slow", 120, 30, "--refresh=1", "--prometheus.timeout=120",
+                         url=f"http://127.0.0.1:{server.server_address[1]}")
+        top.wait(lambda s: "waiting for the first answer" in s, "the first screen before any answer")
+        top.keys("t")
+        top.wait(lambda s: "| temperature C" in s.splitlines()[0], "the metric key while a query hangs", timeout=10)
+        top.keys("?")
+        top.wait(lambda s: "Keys" in s, "the help while a query hangs", timeout=10)
+        top.keys("x", literal=True)
         top.keys("q", literal=True)
         self.assertEqual(top.exit_status(), "0")
 
