@@ -298,6 +298,16 @@ class GpuscopeTop(unittest.TestCase):
         self.assertEqual(filtered.returncode, 0, filtered.stderr)
         self.assertEqual([h for h in HOSTS if row(filtered.stdout, h)], ["gpu-node-01"])
         self.assertTrue(filtered.stdout.startswith("gpuscope top | memory %"), filtered.stdout)
+        # Every metric's query has a value for every GPU of the busy node (its cells are numbers, not '-').
+        for metric, header in (("memory", "memory %"), ("power", "power %"), ("temperature", "temperature C")):
+            frame = subprocess.run([GPUSCOPE, "top", "--once", "--width=200", f"--metric={metric}",
+                                    f"--prometheus.url={self.prometheus.url}"], capture_output=True, text=True,
+                                   timeout=60)
+            self.assertEqual(frame.returncode, 0, frame.stderr)
+            self.assertTrue(frame.stdout.startswith(f"gpuscope top | {header} |"), frame.stdout)
+            values = [int(v) for v, _ in cells(frame.stdout, "gpu-node-01")]
+            self.assertEqual(len(values), 8, frame.stdout)
+            self.assertTrue(all(0 < v < 200 for v in values), frame.stdout)
         down = subprocess.run([GPUSCOPE, "top", "--once", f"--prometheus.url=http://127.0.0.1:{harness.free_port()}"],
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(down.returncode, 1)
