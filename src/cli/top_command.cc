@@ -5,21 +5,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "src/cli/prometheus_flags.h"
 #include "src/cli/top_fleet.h"
+#include "src/cli/top_refresher.h"
 #include "src/cli/top_view.h"
-#include "src/core/mutex.h"
 
 namespace gpuscope {
 namespace {
@@ -27,61 +24,6 @@ namespace {
 // The refresh intervals + and - step through.
 constexpr double kRefreshSteps[] = {1, 2, 5, 10, 15, 30, 60, 120};
 constexpr double kMinRefreshSeconds = 0.5;
-
-// What the refresher thread and the UI thread share. Held by a shared_ptr from both, so that the UI can
-// leave while a query is still in flight (the thread finishes on its own).
-struct RefresherState {
-  Mutex mu;
-  CondVar wake_cv;
-  TopMetric metric GUARDED_BY(mu) = TopMetric::kUtilization;
-  double interval_seconds GUARDED_BY(mu) = 5;
-  bool wake GUARDED_BY(mu) = false;
-  bool stop GUARDED_BY(mu) = false;
-  bool busy GUARDED_BY(mu) = false;        // a refresh's queries are in flight
-  uint64_t generation GUARDED_BY(mu) = 0;  // counts finished refreshes, good or failed
-  FleetSnapshot snapshot GUARDED_BY(mu);
-  std::string error GUARDED_BY(mu);
-  double updated GUARDED_BY(mu) = 0;  // time of the snapshot; 0 before the first good refresh
-};
-
-// Runs the fleet's queries every interval (or at once when woken) until stopped.
-// The thread's own copies of the pointers (std::thread keeps them for its life) hold both alive.
-void RefreshLoop(const std::shared_ptr<RefresherState>& state,
-                 const std::shared_ptr<PrometheusClient>& prometheus) {
-  for (;;) {
-    TopMetric metric;
-    {
-      MutexLock lock(&state->mu);
-      if (state->stop) return;
-      metric = state->metric;
-      state->busy = true;
-      state->wake = false;
-    }
-    const double now = UnixNow();
-    FleetSnapshot snapshot;
-    Status status = FetchFleetSnapshot(
-        [&](const std::string& expr, std::vector<PromSeries>* series) {
-          return prometheus->Query(expr, now, series);
-        },
-        metric, &snapshot);
-    snapshot.time = now;
-    MutexLock lock(&state->mu);
-    state->busy = false;
-    ++state->generation;
-    if (status.ok()) {
-      state->snapshot = std::move(snapshot);
-      state->updated = now;
-      state->error.clear();
-    } else {
-      state->error = status.message();
-    }
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(state->interval_seconds * 1000));
-    while (!state->stop && !state->wake && std::chrono::steady_clock::now() < deadline) {
-      state->wake_cv.WaitUntil(&state->mu, deadline);
-    }
-  }
-}
 
 // ncurses colour pairs, by TopStyle.
 enum Pair : short {
@@ -176,7 +118,7 @@ double NextInterval(double current, bool longer) {
 }
 
 // Applies one key to the view; false when the key quits.
-bool HandleKey(int key, int page_rows, TopViewState* view, RefresherState* state) {
+bool HandleKey(int key, int page_rows, TopViewState* view, TopRefresher* refresher) {
   view->message.clear();
   if (view->prompt) {
     if (key == '\n' || key == '\r' || key == KEY_ENTER) {
@@ -206,10 +148,7 @@ bool HandleKey(int key, int page_rows, TopViewState* view, RefresherState* state
   }
   auto metric = [&](TopMetric m) {
     view->metric = m;
-    MutexLock lock(&state->mu);
-    state->metric = m;
-    state->wake = true;
-    state->wake_cv.NotifyAll();
+    refresher->SetMetric(m);
   };
   switch (key) {
     case 'q':
@@ -242,10 +181,7 @@ bool HandleKey(int key, int page_rows, TopViewState* view, RefresherState* state
     case '+':
     case '-': {
       view->refresh_seconds = NextInterval(view->refresh_seconds, key == '+');
-      MutexLock lock(&state->mu);
-      state->interval_seconds = view->refresh_seconds;
-      state->wake = true;
-      state->wake_cv.NotifyAll();
+      refresher->SetInterval(view->refresh_seconds);
       break;
     }
     case '?':
@@ -281,14 +217,12 @@ bool HandleKey(int key, int page_rows, TopViewState* view, RefresherState* state
 }
 
 // The interactive screen until q. Returns the exit code.
-int RunInteractive(std::shared_ptr<PrometheusClient> prometheus, TopViewState view, bool allow_color) {
-  auto state = std::make_shared<RefresherState>();
-  {
-    MutexLock lock(&state->mu);
-    state->metric = view.metric;
-    state->interval_seconds = view.refresh_seconds;
-  }
-  std::thread refresher(RefreshLoop, state, prometheus);
+int RunInteractive(const std::shared_ptr<PrometheusClient>& prometheus, TopViewState view, bool allow_color) {
+  TopRefresher refresher(
+      [prometheus](const std::string& expr, double time, std::vector<PromSeries>* series) {
+        return prometheus->Query(expr, time, series);
+      },
+      UnixNow, view.metric, view.refresh_seconds);
 
   set_escdelay(25);
   initscr();
@@ -300,27 +234,21 @@ int RunInteractive(std::shared_ptr<PrometheusClient> prometheus, TopViewState vi
   const bool color = allow_color && has_colors();
   if (color) InitColors();
 
-  FleetSnapshot snapshot;
-  uint64_t shown_generation = 0;
+  TopRefresh latest;
   double painted_at = 0;
   bool dirty = true;
   int page_rows = 0;
   for (;;) {
-    {
-      MutexLock lock(&state->mu);
-      if (state->generation != shown_generation) {
-        shown_generation = state->generation;
-        if (state->updated > view.updated) snapshot = state->snapshot;
-        view.updated = state->updated;
-        view.error = state->error;
-        dirty = true;
-      }
+    if (refresher.Latest(&latest)) {
+      view.updated = latest.updated;
+      view.error = latest.error;
+      dirty = true;
     }
     const double now = UnixNow();
     if (dirty || now - painted_at >= 1) {  // once a second at least: the title's age
       int rows = 0, cols = 0;
       getmaxyx(stdscr, rows, cols);
-      const TopScreen screen = LayoutTopScreen(snapshot, view, cols, rows, now);
+      const TopScreen screen = LayoutTopScreen(latest.snapshot, view, cols, rows, now);
       view.scroll = screen.first_row;
       page_rows = screen.page_rows;
       Paint(screen, color);
@@ -330,24 +258,12 @@ int RunInteractive(std::shared_ptr<PrometheusClient> prometheus, TopViewState vi
     const int key = getch();
     if (key == ERR) continue;
     dirty = true;
-    if (!HandleKey(key, page_rows, &view, state.get())) break;
+    if (!HandleKey(key, page_rows, &view, &refresher)) break;
   }
   endwin();
-
-  bool busy;
-  {
-    MutexLock lock(&state->mu);
-    state->stop = true;
-    busy = state->busy;
-    state->wake_cv.NotifyAll();
-  }
-  if (!busy) {
-    refresher.join();
-    return kExitOk;
-  }
-  // A query is in flight (a slow Prometheus): do not wait up to --prometheus.timeout for it. The thread
-  // holds its own references; the process ends without running static destructors under it.
-  refresher.detach();
+  if (refresher.Stop()) return kExitOk;
+  // A query is in flight (a slow Prometheus): do not wait up to --prometheus.timeout for it. The refresher's
+  // thread holds what it uses; the process ends without running static destructors under it.
   std::fflush(stdout);
   std::_Exit(kExitOk);
 }
