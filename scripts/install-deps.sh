@@ -53,6 +53,8 @@ packages=(
   protobuf-compiler        # protoc, with the plugin above
   libprotobuf-dev          # protobuf C++ runtime of the generated stubs
   nlohmann-json3-dev       # JSON parsing of the Kubernetes API server's pod and owner answers (--kubernetes)
+  libncurses-dev           # ncurses: the terminal UI of `gpuscope top`
+  tmux                     # drives `gpuscope top`'s real interactive screen in its integration test (send-keys, capture-pane)
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.

@@ -10,6 +10,7 @@
 #include "src/cli/command_line.h"
 #include "src/cli/inventory_command.h"
 #include "src/cli/job_command.h"
+#include "src/cli/top_command.h"
 
 namespace gpuscope {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       JobCommand(),
+      TopCommand(),
       ChargebackCommand(),
       InventoryCommand(),
   };
