@@ -53,6 +53,8 @@ packages=(
   protobuf-compiler        # protoc, with the plugin above
   libprotobuf-dev          # protobuf C++ runtime of the generated stubs
   nlohmann-json3-dev       # JSON parsing of the Kubernetes API server's pod and owner answers (--kubernetes)
+  libcairo2-dev            # cairo: `gpuscope job --plot` draws the job's time series as PNG or SVG
+  fonts-dejavu-core        # a font cairo finds through fontconfig for the plot's title, ticks and legend
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.
