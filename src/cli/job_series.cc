@@ -15,15 +15,16 @@ struct PanelSpec {
   const char* title;
   const char* unit;
   const char* metric;
-  double factor;       // the metric times this is in `unit`
-  double fixed_scale;  // top of the value axis, 0: the largest value seen
+  double factor;              // the metric times this is in `unit`
+  double fixed_scale;         // top of the value axis, 0: the largest value seen
+  bool memory_scale = false;  // the top is at least the largest GPU memory of the job (FB_USED + FB_FREE)
 };
 
 // SM active first; GPU utilisation stands in only where no GPU of the job reports SM active.
 constexpr PanelSpec kSmActive{"SM active", "%", "DCGM_FI_PROF_SM_ACTIVE", 100, 100};
 constexpr PanelSpec kUtilization{"GPU utilisation", "%", "DCGM_FI_DEV_GPU_UTIL", 1, 100};
 constexpr PanelSpec kOtherPanels[] = {
-    {"Memory used", "MiB", "DCGM_FI_DEV_FB_USED", 1, 0},
+    {"Memory used", "MiB", "DCGM_FI_DEV_FB_USED", 1, 0, true},
     {"Power", "W", "DCGM_FI_DEV_POWER_USAGE", 1, 0},
     {"Temperature", "C", "DCGM_FI_DEV_GPU_TEMP", 1, 0},
 };
@@ -38,15 +39,6 @@ std::string Pad(std::string text, int width) {
   const int shown = DisplayWidth(text);
   if (shown < width) text.append(width - shown, ' ');
   return text;
-}
-
-std::string ClockUtc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S", &tm);
-  return buffer;
 }
 
 Status QueryPanel(PrometheusClient& prometheus, const PanelSpec& spec, const std::string& selector,
@@ -81,6 +73,14 @@ Status QueryPanel(PrometheusClient& prometheus, const PanelSpec& spec, const std
 }
 
 }  // namespace
+
+std::string FormatUtc(double unix_seconds, const char* format) {
+  const std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[64];
+  return std::string(buffer, std::strftime(buffer, sizeof(buffer), format, &tm));
+}
 
 double SeriesStep(double first, double last, int max_points) {
   const double life = std::max(0.0, last - first);
@@ -117,6 +117,10 @@ Status CollectJobSeries(PrometheusClient& prometheus, const std::string& selecto
     SeriesPanel panel;
     status = QueryPanel(prometheus, spec, selector, *series, end, &panel);
     if (!status.ok()) return status;
+    if (spec.memory_scale) {
+      for (const JobGpuFigures& gpu : facts.gpus)
+        panel.scale_max = std::max(panel.scale_max, gpu.memory_total_mib);
+    }
     if (!panel.lines.empty()) series->panels.push_back(std::move(panel));
   }
   return Status::Ok();
@@ -124,8 +128,8 @@ Status CollectJobSeries(PrometheusClient& prometheus, const std::string& selecto
 
 std::string RenderOverTime(const JobSeries& series, ChartStyle style, int columns) {
   if (series.panels.empty() || series.times.empty()) return "";
-  std::string out = "\nOver time (" + ClockUtc(series.times.front()) + " to " +
-                    ClockUtc(series.times.back()) + " UTC, a point every " +
+  std::string out = "\nOver time (" + FormatUtc(series.times.front(), "%Y-%m-%d %H:%M:%S") + " to " +
+                    FormatUtc(series.times.back(), "%Y-%m-%d %H:%M:%S") + " UTC, a point every " +
                     std::to_string(std::lround(series.step)) + " s)\n";
   int label_width = 0;
   for (const SeriesPanel& panel : series.panels) {

@@ -26,10 +26,12 @@ struct GpuLine {
 };
 
 struct SeriesPanel {
-  std::string title;           // "SM active"
-  std::string unit;            // "%"
-  std::string expr;            // the PromQL that was run
-  double scale_max = 0;        // top of the value axis: 100 for percentages, else the largest value seen
+  std::string title;  // "SM active"
+  std::string unit;   // "%"
+  std::string expr;   // the PromQL that was run
+  // Top of the value axis: 100 for percentages, the largest GPU memory for memory, else the largest
+  // value seen.
+  double scale_max = 0;
   std::vector<GpuLine> lines;  // sorted by host, then GPU index as a number
 };
 
@@ -39,6 +41,9 @@ struct JobSeries {
   std::vector<double> times;  // start, start + step, ... (the common time axis of every line)
   std::vector<SeriesPanel> panels;
 };
+
+// `unix_seconds` (rounded down to the second) in UTC, as strftime's `format` writes it.
+std::string FormatUtc(double unix_seconds, const char* format);
 
 // The step for a life from `first` to `last` with at most `max_points` points (>= 1 s, whole seconds).
 double SeriesStep(double first, double last, int max_points);

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <memory>
 
 namespace gpuscope {
@@ -204,12 +203,7 @@ std::vector<AxisTick> TimeTicks(double start, double end, int max_ticks) {
   const char* format = step < 60 ? "%H:%M:%S" : step < 86400 ? "%H:%M" : "%m-%d";
   std::vector<AxisTick> ticks;
   for (double t = std::ceil(start / step) * step; t <= end; t += step) {
-    const std::time_t whole = static_cast<std::time_t>(t);
-    std::tm tm{};
-    gmtime_r(&whole, &tm);
-    char buffer[32];
-    std::strftime(buffer, sizeof(buffer), format, &tm);
-    ticks.push_back({t, buffer});
+    ticks.push_back({t, FormatUtc(t, format)});
   }
   return ticks;
 }
