@@ -58,7 +58,9 @@ Status QueryPanel(PrometheusClient& prometheus, const PanelSpec& spec, const std
     const std::string gpu = s.Label("gpu");
     const std::string instance = s.Label("GPU_I_ID");
     GpuLine& line = lines[{host, std::strtol(gpu.c_str(), nullptr, 10), instance}];
-    line.label = host + "/" + gpu + (instance.empty() ? "" : ":" + instance);
+    line.label = host;
+    line.label += "/" + gpu;
+    if (!instance.empty()) line.label += ":" + instance;
     line.values.assign(series.times.size(), std::nan(""));
     for (const auto& [t, v] : s.points) {
       const long index = std::lround((t - series.start) / series.step);
@@ -167,8 +169,9 @@ std::string RenderOverTime(const JobSeries& series, ChartStyle style, int column
           " " + FormatNumber(mean);
       const int spark_width = std::clamp(columns - DisplayWidth(row) - DisplayWidth(tail) - 1, 8,
                                          std::max<int>(8, line.values.size()));
-      out += row + Colored(Sparkline(line.values, 0, panel.scale_max, spark_width, style), "36", style) +
-             tail + "\n";
+      out += row;
+      out += Colored(Sparkline(line.values, 0, panel.scale_max, spark_width, style), "36", style);
+      out += tail + "\n";
     }
   }
   return out;

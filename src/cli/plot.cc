@@ -234,9 +234,10 @@ PlotLayout LayoutPlot(const JobSeries& series, const std::string& title) {
     const int per_row = static_cast<int>((kWidth - kMarginLeft - kMarginRight) / kLegendEntryWidth);
     const auto& lines = series.panels.front().lines;
     for (size_t l = 0; l < lines.size(); ++l) {
-      const double row = static_cast<double>(l / per_row), column = static_cast<double>(l % per_row);
-      layout.legend.push_back(
-          {lines[l].label, kMarginLeft + 22 + column * kLegendEntryWidth, y + 12 + row * kLegendRow});
+      const size_t row = l / per_row, column = l % per_row;  // whole rows and columns of the legend
+      layout.legend.push_back({lines[l].label,
+                               kMarginLeft + 22 + static_cast<double>(column) * kLegendEntryWidth,
+                               y + 12 + static_cast<double>(row) * kLegendRow});
     }
     y += 8 + std::ceil(lines.size() / static_cast<double>(per_row)) * kLegendRow;
   }
