@@ -59,6 +59,7 @@ node=${SLURMD_NODENAME:-$(hostname -s)}
 
 out=$(field StdOut) || give_up warning "the job has no StdOut (interactive job): nothing to write"
 [[ $out == /* ]] || give_up warning "StdOut '$out' is not an absolute path"
+[ "$out" != /dev/null ] || exit 0  # output thrown away on purpose
 uid=$(field UserId | sed -E 's/.*\(([0-9]+)\)$/\1/')
 gid=$(field GroupId | sed -E 's/.*\(([0-9]+)\)$/\1/')
 [[ $uid =~ ^[0-9]+$ && $gid =~ ^[0-9]+$ ]] || give_up err "no numeric UserId/GroupId in scontrol's record"
