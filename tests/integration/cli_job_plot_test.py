@@ -7,6 +7,8 @@ real job's output.
   metric, each across the whole life, and the tick labels of both axes.
 - On a terminal (a pseudo-terminal here) the "Over time" section: sparklines on a UTF-8 terminal, plain
   numbers with NO_COLOR whose means equal the test's own range queries, nothing on a pipe.
+- A job of nearly three hours backfilled with promtool into a second Prometheus: the step keeps each
+  series within 300 points (means over the step) and the means shown equal the samples'.
 - deploy/slurm/job-summary-epilog.sh as a real slurmd's Epilog: Slurm is told to number jobs from 4101, so
   its first job is the one the simulated node reports, and the summary must land in that job's output,
   owned by the job's user; the next job (4102, no GPUs in Prometheus) gets nothing and still completes.
@@ -16,6 +18,7 @@ Usage: cli_job_plot_test.py AGENT SIM_LIBRARY GPUSCOPE"""
 import calendar
 import fcntl
 import json
+import math
 import os
 import pty
 import pwd
@@ -84,6 +87,28 @@ def decode_png(data):
     return width, height, rows
 
 
+def run_on_terminal(argv, env, columns=100):
+    """(exit code, stdout text, stderr text) of argv with stdout on a pseudo-terminal `columns` wide."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    process = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    code = process.wait(timeout=60)
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    return code, out.decode("utf-8").replace("\r\n", "\n"), err
+
+
 class GpuscopeJobPlot(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -110,24 +135,10 @@ class GpuscopeJobPlot(unittest.TestCase):
 
     def gpuscope_on_terminal(self, *args, env):
         """Output of gpuscope job with stdout on a 100-column pseudo-terminal."""
-        leader, follower = pty.openpty()
-        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-        process = subprocess.Popen([GPUSCOPE, "job", *args, f"--prometheus.url={self.prometheus.url}",
-                                    "--lookback=900"], stdout=follower, stderr=subprocess.PIPE, env=env)
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's other side closed
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(leader)
-        self.assertEqual(process.wait(timeout=60), 0, process.stderr.read())
-        process.stderr.close()
-        return out.decode("utf-8").replace("\r\n", "\n")
+        code, out, err = run_on_terminal([GPUSCOPE, "job", *args, f"--prometheus.url={self.prometheus.url}",
+                                          "--lookback=900"], env)
+        self.assertEqual(code, 0, err)
+        return out
 
     def query_range(self, expr, start, end, step):
         params = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
@@ -258,6 +269,86 @@ class GpuscopeJobPlot(unittest.TestCase):
             # COMPLETED comes after the epilog has ended (COMPLETING until then).
             cluster.wait_for_state(cpu_job, "COMPLETED", timeout=60)
             self.assertEqual(cluster.job_output(cpu_job), "no gpus here\n")
+
+
+class LongJobFromBackfilledHistory(unittest.TestCase):
+    """A job of nearly three hours, backfilled into a real Prometheus with promtool (known answers): the
+    step bounds the points (ceil(life / 299) s, here over 15 s, so each point is avg_over_time over its
+    step) and the means shown equal the samples' own."""
+
+    JOB_START = int(time.time()) - 3 * 3600
+    JOB_END = int(time.time()) - 600
+
+    @staticmethod
+    def sm_active(t, gpu):
+        return 0.3 + 0.3 * gpu + 0.2 * math.sin(t / 97.0)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gpuscope-backfill-")
+        times = range(cls.JOB_START, cls.JOB_END + 1, 15)
+        labels = 'Hostname="bf-node",hpc_job="5101"'
+        lines = ["# TYPE gpuscope_job_info gauge"]
+        lines += [f'gpuscope_job_info{{{labels},user="bob"}} 1 {t}' for t in times]
+        lines.append("# TYPE DCGM_FI_PROF_SM_ACTIVE gauge")
+        lines += [f'DCGM_FI_PROF_SM_ACTIVE{{{labels},gpu="{g}"}} {cls.sm_active(t, g)} {t}'
+                  for g in (0, 1) for t in times]
+        lines.append("# EOF")
+        with open(os.path.join(cls.tmp, "history.om"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        blocks = os.path.join(cls.tmp, "blocks")
+        promtool = shutil.which("promtool") or "/usr/bin/promtool"
+        subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", os.path.join(cls.tmp, "history.om"),
+                        blocks], check=True, capture_output=True, timeout=120)
+        cls.prometheus = harness.Prometheus([])
+        try:
+            # A running Prometheus loads blocks that appear in its data directory at its next reload (a minute).
+            for block in os.listdir(blocks):
+                shutil.copytree(os.path.join(blocks, block), os.path.join(cls.prometheus.workdir, "data", block))
+            harness.wait_for(lambda: cls.prometheus.query('count_over_time(gpuscope_job_info{hpc_job="5101"}[4h])'),
+                             150, "Prometheus to load the backfilled blocks")
+        except BaseException:
+            cls.prometheus.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.prometheus.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_step_bounds_the_points_and_means_match_the_samples(self):
+        done = subprocess.run([GPUSCOPE, "job", "5101", f"--prometheus.url={self.prometheus.url}",
+                               "--lookback=14400", "--format=json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        report = json.loads(done.stdout)
+        # The life as the report finds it (backfilled samples have no staleness marker after the last one,
+        # so the last sighting runs up to Prometheus' 5-minute lookback past it).
+        self.assertGreaterEqual(report["first_seen"], self.JOB_START)
+        self.assertLess(report["first_seen"], self.JOB_START + 15)
+        step = math.ceil((report["last_seen"] - report["first_seen"]) / 299)
+        self.assertGreater(step, 15)
+        svg = os.path.join(self.tmp, "long.svg")
+        env = dict(os.environ, LANG="C.UTF-8", LC_ALL="", LC_CTYPE="", NO_COLOR="1")
+        code, text, err = run_on_terminal([GPUSCOPE, "job", "5101", f"--prometheus.url={self.prometheus.url}",
+                                           "--lookback=14400", f"--plot={svg}"], env)
+        self.assertEqual(code, 0, err)
+        print(text)
+        self.assertIn(f", a point every {step} s)", text)
+        # The shown mean of each GPU's step means equals the mean of its raw samples (a few points of the
+        # sine's phase differ at the life's ends, hence the tolerance of half a percent).
+        times = range(self.JOB_START, self.JOB_END + 1, 15)
+        for gpu in (0, 1):
+            mean = re.search(rf"bf-node/{gpu}  min \S+  mean (\S+)", text)
+            self.assertIsNotNone(mean, text)
+            raw = 100 * sum(self.sm_active(t, gpu) for t in times) / len(times)
+            self.assertAlmostEqual(float(mean.group(1)), raw, delta=0.5)
+        tree = ET.parse(svg)
+        series = [p for p in tree.iter("{http://www.w3.org/2000/svg}path") if SERIES_STROKE in p.get("style", "")]
+        self.assertEqual(len(series), 2)
+        for p in series:  # one point per step: at most 300, and a sine leaves few collinear ones to merge
+            points = len(re.findall(r"[ML] ", p.get("d")))
+            self.assertLessEqual(points, 300)
+            self.assertGreaterEqual(points, 250)
 
 
 if __name__ == "__main__":
