@@ -55,6 +55,8 @@ packages=(
   nlohmann-json3-dev       # JSON parsing of the Kubernetes API server's pod and owner answers (--kubernetes)
   libncurses-dev           # ncurses: the terminal UI of `gpuscope top`
   tmux                     # drives `gpuscope top`'s real interactive screen in its integration test (send-keys, capture-pane)
+  libcairo2-dev            # cairo: `gpuscope job --plot` draws the job's time series as PNG or SVG
+  fonts-dejavu-core        # a font cairo finds through fontconfig for the plot's title, ticks and legend
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.

@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "src/cli/job_series.h"
+#include "src/cli/plot.h"
 #include "src/cli/prometheus_flags.h"
+#include "src/cli/text_chart.h"
 
 namespace gpuscope {
 namespace {
@@ -154,7 +157,29 @@ int RunJob(const CommandLine& line) {
   }
   const JobReport report = BuildJobReport(facts);
   std::cout << (format == "json" ? RenderJobReportJson(facts, report) : RenderJobReportText(facts, report));
-  return 0;
+
+  // The drawing: the "Over time" section under the text report on a terminal, and --plot's picture.
+  const Terminal terminal = DetectTerminal(1, line.flags.at("no-color") == "true");
+  const std::string plot = line.flags.at("plot");
+  const bool over_time = format == "text" && terminal.is_tty;
+  if (!over_time && plot.empty()) return kExitOk;
+  PlotFormat plot_format;
+  if (!plot.empty() && !(status = PlotFormatFromPath(plot, &plot_format)).ok()) {
+    std::cerr << "gpuscope job: " << status.message() << "\n";
+    return kExitUsage;
+  }
+  JobSeries series;
+  status = CollectJobSeries(*prometheus, "{" + JobSelector(facts.job) + "}", facts, 300, &series);
+  if (status.ok() && over_time) std::cout << RenderOverTime(series, terminal.style, terminal.columns);
+  if (status.ok() && !plot.empty()) {
+    status = WritePlot(
+        series, "Job " + facts.job + (facts.job_name.empty() ? "" : " (" + facts.job_name + ")"), plot);
+  }
+  if (!status.ok()) {
+    std::cerr << "gpuscope job: " << status.message() << "\n";
+    return kExitFailed;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -167,7 +192,9 @@ Command JobCommand() {
           "utilisation, memory peak against the GPU's memory, power and energy, the share of time it was\n"
           "allocated and idle, XID and ECC errors; then a grade (A busy .. F idle) and notes to act on.\n",
           WithPrometheusFlags({{"format", "text or json", "text"},
-                               {"lookback", "seconds back from now to look for the job", "604800"}}),
+                               {"lookback", "seconds back from now to look for the job", "604800"},
+                               {"plot", "also draw the time series into FILE.png or FILE.svg", ""},
+                               {"no-color", "plain numbers, no charts (as NO_COLOR)", "false", false}}),
           RunJob};
 }
 
