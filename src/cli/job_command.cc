@@ -216,6 +216,11 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
            [&](const PromSeries& one, double v) { gpu_of(one).throttle_fraction[one.Label("reason")] = v; });
   if (!status.ok()) return status;
 
+  status =
+      each("increase(gpuscope_gpu_clock_event_seconds_total" + sel + window + ")",
+           [&](const PromSeries& one, double v) { gpu_of(one).throttle_seconds[one.Label("reason")] = v; });
+  if (!status.ok()) return status;
+
   // Idle share from the samples: SM active where the GPU reports it (a ratio), else utilisation (percent).
   std::map<std::string, std::pair<int, int>> idle_samples;  // GPU key -> (idle, all)
   std::set<std::string> with_sm_active;

@@ -363,6 +363,7 @@ std::string RenderJobReportJson(const JobFacts& facts, const JobReport& report) 
                            {"energy_joules", figure(g.energy_joules)},
                            {"idle_fraction", figure(g.idle_fraction)},
                            {"throttle_fraction", g.throttle_fraction},
+                           {"throttle_seconds", g.throttle_seconds},
                            {"xid_errors", g.xid_errors},
                            {"ecc_dbe_errors", g.ecc_dbe_errors},
                            {"nvlink_errors", g.nvlink_errors}});

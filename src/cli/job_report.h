@@ -39,6 +39,9 @@ struct JobGpuFigures {
   // Share of the life each clock-event reason held the clocks down (mean gpuscope_gpu_clock_event_active),
   // by reason ("sw_power_cap", "hw_slowdown", ...; gpu_idle left out: it is not throttling).
   std::map<std::string, double> throttle_fraction;
+  // Seconds the driver's policies held the clocks below target during the job (increase of
+  // gpuscope_gpu_clock_event_seconds_total, NVML's violation counters), by policy ("power", "thermal", ...).
+  std::map<std::string, double> throttle_seconds;
 
   // SM active where reported, else GPU utilisation; negative when neither.
   double busy_percent() const { return sm_active_percent >= 0 ? sm_active_percent : utilization_percent; }

@@ -128,6 +128,13 @@ class GpuscopeJob(unittest.TestCase):
                 key = (r["metric"]["Hostname"], r["metric"]["gpu"])
                 self.assertTrue(math.isclose(gpus[key]["energy_joules"], float(r["value"][1]) / 1000, rel_tol=1e-9))
             self.assertEqual(len(energy), 8)
+            seconds = self.prometheus.query(
+                f'increase(gpuscope_gpu_clock_event_seconds_total{{hpc_job="{job}"}}[{window}s])', at=report["last_seen"])
+            self.assertTrue(seconds)
+            for r in seconds:
+                key = (r["metric"]["Hostname"], r["metric"]["gpu"])
+                self.assertTrue(math.isclose(gpus[key]["throttle_seconds"][r["metric"]["reason"]], float(r["value"][1]),
+                                             rel_tol=1e-9, abs_tol=1e-12), (job, key, r["metric"]["reason"]))
 
     def test_idle_note_for_the_idle_job_only(self):
         idle = [n for n in self.reports["4104"]["notes"] if " idle " in n]

@@ -247,6 +247,7 @@ TEST(JobReport, JsonCarriesEveryFigureWithAbsentOnesAsNull) {
 TEST(JobReport, JsonCarriesThrottlingEventsRanksAndAccounting) {
   JobGpuFigures g = Gpu("node-a", "1", 95, 0, 70000);
   g.throttle_fraction = {{"sw_power_cap", 0.25}};
+  g.throttle_seconds = {{"power", 12.5}};
   g.xid_errors = 1;
   g.nvlink_errors = 40;
   JobFacts facts = Job({g});
@@ -255,6 +256,7 @@ TEST(JobReport, JsonCarriesThrottlingEventsRanksAndAccounting) {
   facts.accounting = {true, true, "", "RUNNING", "00:10:00", "0:0", "gres/gpu=1", 1};
   nlohmann::json doc = nlohmann::json::parse(RenderJobReportJson(facts, BuildJobReport(facts)));
   EXPECT_EQ(doc["gpus"][0]["throttle_fraction"]["sw_power_cap"], 0.25);
+  EXPECT_EQ(doc["gpus"][0]["throttle_seconds"]["power"], 12.5);
   EXPECT_EQ(doc["gpus"][0]["nvlink_errors"], 40);
   EXPECT_EQ(doc["events"][0]["kind"], "xid");
   EXPECT_EQ(doc["events"][0]["code"], "79");
