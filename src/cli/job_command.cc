@@ -95,12 +95,16 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   facts->job = facts->is_pod ? job.substr(kPodPrefix.size()) : job;
   const std::string sel = "{" + JobSelector(job) + "}";
   const std::string info = facts->is_pod ? "gpuscope_k8s_gpu_allocation_info" : "gpuscope_job_info";
-  const double start = options.now - options.lookback_seconds;
   const double step = std::max(1.0, std::ceil(options.lookback_seconds / options.max_points));
 
-  // The life, on the step grid first, then to the sample from the raw samples at both ends.
+  // The life, on a step grid ending at now first: each point holds the latest sample of the step before it
+  // (last_over_time: no sample falls between points, a job shorter than a step included), then to the
+  // sample from the raw samples of the first and last points' steps.
+  const double steps = std::ceil(options.lookback_seconds / step);
+  const std::string step_window = "[" + std::to_string(std::lround(step)) + "s]";
   std::vector<PromSeries> series;
-  Status status = prometheus.QueryRange(info + sel, start, options.now, step, &series);
+  Status status = prometheus.QueryRange("last_over_time(" + info + sel + step_window + ")",
+                                        options.now - steps * step, options.now, step, &series);
   if (!status.ok()) return status;
   double first = 0, last = 0;
   bool found = false;
@@ -122,8 +126,8 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
                             " in Prometheus over the last " +
                             std::to_string(std::lround(options.lookback_seconds)) + " s (see --lookback)");
   }
-  // A grid point shows the latest sample up to 5 minutes (Prometheus' lookback) before it.
-  const std::string edge = "[" + std::to_string(std::lround(step + 300)) + "s]";
+  // The last point's step holds the last sample; five minutes before it give the scrape interval.
+  const std::string edge = "[" + std::to_string(std::lround(std::max(step, 300.0))) + "s]";
   double interval = -1;
   std::vector<PromSeries> raw;
   status = prometheus.Query(info + sel + edge, last, &raw);
@@ -135,7 +139,7 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
     if (gap > 0 && (interval < 0 || gap < interval)) interval = gap;
   }
   if (raw_last > 0) last = raw_last;
-  status = prometheus.Query(info + sel + "[" + std::to_string(std::lround(step)) + "s]", first, &raw);
+  status = prometheus.Query(info + sel + step_window, first, &raw);
   if (!status.ok()) return status;
   double raw_first = -1;
   for (const PromSeries& s : raw) {

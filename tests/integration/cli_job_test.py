@@ -51,8 +51,8 @@ class GpuscopeJob(unittest.TestCase):
         cls.fleet.stop()
 
     @classmethod
-    def gpuscope(cls, *args):
-        return subprocess.run([GPUSCOPE, *args, f"--prometheus.url={cls.prometheus.url}", "--lookback=900"],
+    def gpuscope(cls, *args, lookback="--lookback=900"):
+        return subprocess.run([GPUSCOPE, *args, f"--prometheus.url={cls.prometheus.url}", lookback],
                               capture_output=True, text=True, timeout=60)
 
     @classmethod
@@ -155,6 +155,14 @@ class GpuscopeJob(unittest.TestCase):
             self.assertTrue(report["running"], job)
             self.assertEqual(report["slurm"]["reachable"], False, job)
             self.assertTrue(report["slurm"]["error"], job)
+        # The default lookback (7 days) finds the life on a grid of 61 s: its ends come from the raw samples, so
+        # the last sample is still the latest scrape, not the last grid point up to a minute before.
+        week = self.gpuscope("job", "4101", "--format=json", lookback="--lookback=604800")
+        self.assertEqual(week.returncode, 0, week.stderr)
+        week = json.loads(week.stdout)
+        self.assertTrue(week["running"])
+        self.assertEqual(week["first_seen"], self.reports["4101"]["first_seen"])
+        self.assertGreaterEqual(week["last_seen"], self.reports["4101"]["last_seen"])
 
     def test_text_report_and_errors(self):
         text = self.gpuscope("job", "4104")
