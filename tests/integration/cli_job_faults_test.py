@@ -2,7 +2,9 @@
 simulated nodes: gpu-node-03 (h100-faults.yaml at x2, job 4103: XIDs 13 and 31 on GPU 2, a double-bit ECC error
 with XID 48 on GPU 5, XID 79 on GPU 1), gpu-node-02 (h100-nvlink-crc-incident.yaml at x10, job 4102 with its
 eight training ranks: NVLink CRC errors on GPU 3's link 7, XID 74, rank 3 slowing) and the Kubernetes node
-gpu-node-06 (alice's notebook pod idling on GPU 6, the embedding pod busy on GPU 4).
+gpu-node-06 (alice's notebook pod idling on GPU 6, the embedding pod busy on GPU 4); and a node of this test,
+gpu-node-09 (job 4109: the healthy training workload with GPU 1 held at a 300 W power limit and GPU 2 under the
+power brake from the start, so their clocks are throttled; GPU 0 runs free).
 
 Each event the report lists must be the first raw sample at which its counter rose (within the report's range
 step) and count what the raw samples count; the ranks' figures must be their last raw samples; the notes must
@@ -13,9 +15,11 @@ Usage: cli_job_faults_test.py AGENT SIM_LIBRARY GPUSCOPE PODRESOURCES KUBEAPI"""
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -27,6 +31,17 @@ import harness  # noqa: E402
 
 AGENT, SIM, GPUSCOPE, PODRESOURCES, KUBEAPI = sys.argv[1:6]
 NODES = tuple(n for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-02", "gpu-node-03", "gpu-node-06"))
+THROTTLED_SCENARIO = """seed: 7009
+gpus:
+  count: 4
+  model: h100-sxm
+  workload: {type: training, memory_gib: 58, step_s: 1.1, compute_fraction: 0.84, allreduce_util: 0.5,
+             process_name: python3}
+  overrides:
+    1: {power_limit_w: 300}
+faults:
+  - {type: power_brake, gpu: 2, from: 0, to: 100000}
+"""
 
 
 def utc_clock(t):
@@ -36,7 +51,14 @@ def utc_clock(t):
 class GpuscopeJobFaults(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.fleet = fleet.Fleet(AGENT, SIM, NODES, speed=10, podresources=PODRESOURCES, kubeapi=KUBEAPI)
+        cls.scenario_dir = tempfile.mkdtemp(prefix="gpuscope-cli-job-")
+        scenario = os.path.join(cls.scenario_dir, "h100-throttled.yaml")
+        with open(scenario, "w") as f:
+            f.write(THROTTLED_SCENARIO)
+        throttled = fleet.Node("gpu-node-09", scenario, fleet.Job(4109, "frank", "llm", "train", "throttled",
+                                                                   gpus=(0, 1, 2, 3)))
+        cls.fleet = fleet.Fleet(AGENT, SIM, NODES + (throttled,), speed=10, podresources=PODRESOURCES,
+                                kubeapi=KUBEAPI)
         try:
             cls.prometheus = cls.fleet.prometheus
             q = cls.prometheus.query
@@ -51,15 +73,17 @@ class GpuscopeJobFaults(unittest.TestCase):
             harness.wait_for(faults_seen, 300, "XID 79 on job 4103, XID 74 and a straggler on 4102, pods placed")
             # Every report at once: the last samples of counters that rose just before must be in each window.
             time.sleep(5)
-            cls.reports = {job: cls.run_json(job) for job in ("4103", "4102", "pod/research/nb-alice",
+            cls.reports = {job: cls.run_json(job) for job in ("4103", "4102", "4109", "pod/research/nb-alice",
                                                              "pod/chat-serving/embed-0")}
         except BaseException:
             cls.fleet.stop()
+            shutil.rmtree(cls.scenario_dir, ignore_errors=True)
             raise
 
     @classmethod
     def tearDownClass(cls):
         cls.fleet.stop()
+        shutil.rmtree(cls.scenario_dir, ignore_errors=True)
 
     @classmethod
     def gpuscope(cls, *args):
@@ -161,6 +185,33 @@ class GpuscopeJobFaults(unittest.TestCase):
         self.assertEqual(note, [f"rank 3 (GPU 3) is a straggler: its own work per step took "
                                 f"{100 * (raw['3'] / median - 1):.0f}% longer than the median rank's ({raw['3']:.3f} s "
                                 f"against {median:.3f} s); every other rank waits for it in the collectives"])
+
+    def test_throttled_gpus_are_noted_with_their_reason_and_share_of_the_raw_samples(self):
+        report = self.reports["4109"]
+        window = int(report["window_seconds"])
+        shares = {}
+        for r in self.prometheus.query(f'gpuscope_gpu_clock_event_active{{hpc_job="4109"}}[{window}s]',
+                                       at=report["last_seen"]):
+            values = [float(v) for _, v in r["values"]]
+            shares[(r["metric"]["gpu"], r["metric"]["reason"])] = sum(values) / len(values)
+        gpus = {g["gpu"]: g for g in report["gpus"]}
+        for (gpu, reason), share in shares.items():
+            if reason not in ("gpu_idle", "applications_clocks_setting", "display_clock_setting"):
+                self.assertTrue(math.isclose(gpus[gpu]["throttle_fraction"][reason], share, rel_tol=1e-9),
+                                (gpu, reason))
+        cap, slowdown, brake = shares[("1", "sw_power_cap")], shares[("2", "hw_slowdown")], shares[
+            ("2", "hw_power_brake_slowdown")]
+        self.assertGreaterEqual(min(cap, slowdown, brake), 0.5)
+        self.assertIn(f"GPU 1 was held back by the power cap {100 * cap:.0f}% of the time: the work is power-bound; "
+                      "check the power limit (nvidia-smi -q -d POWER)", report["notes"])
+        self.assertIn(f"GPU 2 was held back by HW slowdown {100 * slowdown:.0f}% of the time: the board cut its clocks "
+                      "(overheating or a power supply signal): the node needs a look", report["notes"])
+        self.assertIn(f"GPU 2 was held back by the power brake {100 * brake:.0f}% of the time: the power supply asked "
+                      "the GPUs to slow down: the node needs a look", report["notes"])
+        self.assertEqual([n for n in report["notes"] if n.startswith(("GPU 0 ", "GPU 3 "))], [], report["notes"])
+        text = self.gpuscope("job", "4109")
+        self.assertIn("GPU 1 was held back by the power cap ", text.stdout)
+        print(text.stdout)
 
     def test_pods_are_reported_from_their_namespace_and_pod_labels(self):
         idle, busy = self.reports["pod/research/nb-alice"], self.reports["pod/chat-serving/embed-0"]
