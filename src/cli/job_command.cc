@@ -231,7 +231,7 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   for (const auto& [metric, threshold] :
        {std::pair<std::string, double>{"DCGM_FI_PROF_SM_ACTIVE", kIdleBusyPercent / 100},
         std::pair<std::string, double>{"DCGM_FI_DEV_GPU_UTIL", kIdleBusyPercent}}) {
-    status = prometheus.Query(metric + sel + window, last, &raw);
+    status = prometheus.Query(std::string(metric).append(sel).append(window), last, &raw);
     if (!status.ok()) return status;
     for (const PromSeries& s : raw) {
       const std::string key = GpuKey(s);
@@ -301,12 +301,21 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
            std::tie(b.time, b.hostname, b.gpu, b.kind, b.code);
   });
 
-  // Training ranks: each rank's latest median time per step outside collectives.
-  status = each("last_over_time(gpuscope_training_compute_seconds_median" + sel + window + ")",
-                [&](const PromSeries& one, double v) {
-                  facts->ranks.push_back({one.Label("rank"), HostOf(one), one.Label("gpu"), v});
-                });
+  // Training ranks: each rank's latest median time per step outside collectives, from the raw samples: a
+  // rank whose labels changed during the job (its GPU learnt later) has several series, and the one
+  // sampled last is the rank's.
+  status = prometheus.Query("gpuscope_training_compute_seconds_median" + sel + window, last, &raw);
   if (!status.ok()) return status;
+  std::map<std::pair<std::string, std::string>, std::pair<double, JobRank>>
+      latest;  // (host, rank) -> (t, rank)
+  for (const PromSeries& s : raw) {
+    if (s.points.empty()) continue;
+    const auto& [t, v] = s.points.back();
+    auto [it, added] = latest.try_emplace({HostOf(s), s.Label("rank")});
+    if (added || t > it->second.first)
+      it->second = {t, JobRank{s.Label("rank"), HostOf(s), s.Label("gpu"), v}};
+  }
+  for (auto& [key, rank] : latest) facts->ranks.push_back(std::move(rank.second));
   std::sort(facts->ranks.begin(), facts->ranks.end(), [](const JobRank& a, const JobRank& b) {
     return std::make_pair(std::atol(a.rank.c_str()), a.rank) <
            std::make_pair(std::atol(b.rank.c_str()), b.rank);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 namespace gpuscope {
 namespace {
@@ -141,9 +142,13 @@ JobReport BuildJobReport(const JobFacts& facts) {
     const size_t needed = std::max<size_t>(1, facts.gpus.size() - idle.size());
     std::string note = GpuList(idle) + (idle.size() == 1 ? " was" : " were") + " idle " +
                        Fixed(100 * idle_sum / idle.size(), 0) + "% of the time: ";
-    note += idle.size() == facts.gpus.size()
-                ? "the job did no GPU work; release the allocation or use a CPU node"
-                : "request " + std::to_string(needed) + (needed == 1 ? " GPU" : " GPUs");
+    if (idle.size() < facts.gpus.size()) {
+      note += "request " + std::to_string(needed) + (needed == 1 ? " GPU" : " GPUs");
+    } else if (facts.is_pod) {
+      note += "the pod did no GPU work; lower its nvidia.com/gpu request or scale it down";
+    } else {
+      note += "the job did no GPU work; release the allocation or use a CPU node";
+    }
     report.notes.push_back(note);
   }
 
@@ -198,21 +203,27 @@ JobReport BuildJobReport(const JobFacts& facts) {
     }
     ++event_notes;
     const std::string on_gpu = "GPU " + (multi_host ? e.hostname + ":" + e.gpu : e.gpu);
-    const std::string at = " at " + ClockTimeUtc(e.time);
+    const std::string when = ClockTimeUtc(e.time);
+    std::string note;
     if (e.kind == "xid") {
-      report.notes.push_back("XID " + e.code + " on " + on_gpu + at + Times(e.count) + ": " +
-                             XidActionText(e.action));
+      note.append("XID ").append(e.code).append(" on ").append(on_gpu).append(" at ").append(when);
+      note.append(Times(e.count)).append(": ").append(XidActionText(e.action));
     } else if (e.kind == "ecc_dbe") {
-      report.notes.push_back("double-bit ECC error on " + on_gpu + at + Times(e.count) +
-                             ": the GPU needs a reset; check its retired pages and row remaps");
+      note.append("double-bit ECC error on ")
+          .append(on_gpu)
+          .append(" at ")
+          .append(when)
+          .append(Times(e.count));
+      note.append(": the GPU needs a reset; check its retired pages and row remaps");
     } else if (e.kind == "nvlink") {
-      report.notes.push_back("NVLink errors on " + on_gpu + " from " + ClockTimeUtc(e.time) + " (" +
-                             Fixed(e.count, 0) +
-                             " in all): a degrading link slows every collective; the node needs a look");
+      note.append("NVLink errors on ").append(on_gpu).append(" from ").append(when).append(" (");
+      note.append(Fixed(e.count, 0))
+          .append(" in all): a degrading link slows every collective; the node needs a look");
     } else {
-      report.notes.push_back(EventClassText(e.kind) + " on " + e.hostname + " from " + ClockTimeUtc(e.time) +
-                             " (" + Fixed(e.count, 0) + " on the node during the job)");
+      note.append(EventClassText(e.kind)).append(" on ").append(e.hostname).append(" from ").append(when);
+      note.append(" (").append(Fixed(e.count, 0)).append(" on the node during the job)");
     }
+    report.notes.push_back(std::move(note));
   }
 
   std::vector<double> medians;

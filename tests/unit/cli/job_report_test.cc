@@ -205,11 +205,15 @@ TEST(JobReport, TextSaysARunningJobIsReportedSoFarAndWhySacctIsMissing) {
               HasSubstr("  slurm      COMPLETED, elapsed 01:05:00, exit code 0:0, 1 GPU(s) allocated\n"));
 }
 
-TEST(JobReport, PodIsTitledAsAPod) {
+TEST(JobReport, PodIsTitledAsAPodAndItsIdleNoteSpeaksOfThePod) {
   JobFacts facts = Job({Gpu("gpu-node-06", "6", 0, 1, 500)});
   facts.job = "research/nb-alice";
   facts.is_pod = true;
   EXPECT_THAT(RenderJobReportText(facts, BuildJobReport(facts)), HasSubstr("Pod research/nb-alice\n"));
+  EXPECT_EQ(BuildJobReport(facts).notes[0],
+            "GPU 6 was idle 100% of the time: the pod did no GPU work; lower its nvidia.com/gpu request or "
+            "scale it "
+            "down");
   EXPECT_EQ(nlohmann::json::parse(RenderJobReportJson(facts, BuildJobReport(facts)))["kind"], "pod");
 }
 
