@@ -60,7 +60,7 @@ struct JobEvent {
 };
 
 // One training rank of the job (gpuscope_training_compute_seconds_median: the median time per step
-// outside collectives over its recent steps, averaged over the life).
+// outside collectives over its recent steps, its latest sample in the job).
 struct JobRank {
   std::string rank;
   std::string hostname;
