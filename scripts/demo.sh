@@ -4,7 +4,8 @@
 # and alerting rules, Alertmanager with its routes and inhibitions, a webhook receiver that logs every
 # notification, and, when the build found the OpenTelemetry Collector peer (scripts/build-peers.sh), a
 # Collector receiving the training node's traces into a file. Prints the URLs, the notifications as they
-# arrive and, after a few minutes, the firing alerts and the latest traced slow training step. Ctrl-C stops
+# arrive and, after a few minutes, the firing alerts, the latest traced slow training step and `gpuscope job`'s
+# report of the idle job 4104 (when the gpuscope command is built). Ctrl-C stops
 # everything and removes the temporary files.
 # Usage: scripts/demo.sh [--build DIR] [--fast] [--speed N] [--alerts-after SECONDS] [--once]
 #   --build DIR  build folder with gpuscope-agent and the simulator (default build/; scripts/run.sh builds it)
@@ -38,6 +39,8 @@ otelcol=$(sed -n 's/^GPUSCOPE_OTELCOL_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>
 podresources=$(sed -n 's/^GPUSCOPE_PODRESOURCES_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [ -x "$podresources" ] && args+=(--podresources "$podresources")
 # And the API-server stand-in: the pods' uids (which tie its GPU processes to pods), owners and team labels.
+# The gpuscope command, when built: the demo prints the idle job's report with the firing alerts.
+[ -x "$build/src/cli/gpuscope" ] && args+=(--gpuscope "$build/src/cli/gpuscope")
 kubeapi=$(sed -n 's/^GPUSCOPE_KUBEAPI_BIN:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [ -x "$kubeapi" ] && args+=(--kubeapi "$kubeapi")
 

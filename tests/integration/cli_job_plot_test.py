@@ -206,6 +206,7 @@ class GpuscopeJobPlot(unittest.TestCase):
         done = self.gpuscope("4101", f"--plot={path}")
         self.assertEqual(done.returncode, 2)
         self.assertIn("--plot " + path + ": the file name must end in .png or .svg", done.stderr)
+        self.assertEqual(done.stdout, "")  # refused before any query: no report either
         self.assertFalse(os.path.exists(path))
         unwritable = self.gpuscope("4101", "--plot=/nonexistent-dir/job.png")
         self.assertEqual(unwritable.returncode, 1)

@@ -515,6 +515,20 @@ def firing_alerts_table(alertmanager):
     return "\n".join(lines)
 
 
+# The job whose `gpuscope job` report the demo prints with the firing alerts: the allocated-but-idle notebook.
+DEMO_REPORT_JOB = 4104
+
+
+def job_report(gpuscope, prometheus_url, job):
+    """`gpuscope job JOB` against the fleet's Prometheus, as a person would run it (Slurm accounting off: the
+    demo has no slurmdbd), or why it failed."""
+    done = subprocess.run([gpuscope, "job", str(job), f"--prometheus.url={prometheus_url}", "--sacct=off"],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        return f"gpuscope job {job} failed (exit {done.returncode}): {done.stderr.strip()}"
+    return f"$ gpuscope job {job}\n{done.stdout.rstrip()}"
+
+
 FAST_OVERRIDES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_mixin.libsonnet")
 # The demo's receiver, runbook and Prometheus URLs over the committed files' placeholders (fast_mixin has them too).
 DEMO_OVERRIDES = os.path.join(MIXIN, "demo.libsonnet")
@@ -575,7 +589,8 @@ def run_demo_fleet(args, rules_dir, stop):
               f"then slows (its own work crosses the bad link; the other ranks wait for it in every all-reduce) and "
               f"GpuTrainingStraggler names it; one step in ten then carries a burst of NVLink replays on that rank, "
               f"which every rank waits for in the all-reduce: those slow steps are traced. Notifications are printed "
-              f"as Alertmanager sends them; the firing alerts and the latest traced slow step in {args.alerts_after:g} s. "
+              f"as Alertmanager sends them; the firing alerts, the latest traced slow step and job "
+              f"{DEMO_REPORT_JOB}'s report (gpuscope job) in {args.alerts_after:g} s. "
               f"Ctrl-C stops everything.\n", flush=True)
         deadline = time.monotonic() + args.alerts_after
         while not stop.wait(1):
@@ -585,6 +600,8 @@ def run_demo_fleet(args, rules_dir, stop):
                 if fleet.collector:
                     print(f"Latest traced slow step (spans in {fleet.collector.output}):\n"
                           f"{slow_steps_table(fleet.slow_steps())}\n", flush=True)
+                if args.gpuscope:
+                    print(f"{job_report(args.gpuscope, fleet.prometheus.url, DEMO_REPORT_JOB)}\n", flush=True)
                 if args.once:
                     break
                 deadline = time.monotonic() + args.alerts_every
@@ -606,6 +623,8 @@ def main():
     demo.add_argument("--kubeapi", help="the API-server peer (tests/tools/kubeapi): the Kubernetes node's pod uids, "
                                         "owners and team labels; without it the agent runs with "
                                         "--kubernetes.api-server=off, and processes on its shared GPU get no pod")
+    demo.add_argument("--gpuscope", help="the gpuscope command: prints `gpuscope job 4104` (the idle job's report) "
+                                         "with the firing alerts; none when not given")
     demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
                                           "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")

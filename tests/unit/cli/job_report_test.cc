@@ -50,13 +50,14 @@ TEST(JobReport, EveryGpuIdleSaysTheJobDidNoGpuWork) {
   EXPECT_EQ(report.notes[0],
             "GPU 0 was idle 100% of the time: the job did no GPU work; release the allocation or "
             "use a CPU node");
-  EXPECT_EQ(report.notes[1], "memory never above 0.5 GB of 80 GB: a smaller GPU or MIG slice fits");
+  EXPECT_EQ(report.notes[1], "memory never above 0.5 GiB of 80 GiB: a smaller GPU or MIG slice fits");
 }
 
 TEST(JobReport, MemoryNoteUsesTheFullestGpuAndIsAbsentWhenAnyGpuIsHalfFull) {
   JobReport small =
       BuildJobReport(Job({Gpu("n1", "0", 80, 0, 12288, 81920), Gpu("n1", "1", 80, 0, 4096, 81920)}));
-  EXPECT_THAT(small.notes, ElementsAre("memory never above 12 GB of 80 GB: a smaller GPU or MIG slice fits"));
+  EXPECT_THAT(small.notes,
+              ElementsAre("memory never above 12 GiB of 80 GiB: a smaller GPU or MIG slice fits"));
   JobReport full =
       BuildJobReport(Job({Gpu("n1", "0", 80, 0, 50000, 81920), Gpu("n1", "1", 80, 0, 4096, 81920)}));
   EXPECT_THAT(full.notes, IsEmpty());
@@ -93,14 +94,127 @@ TEST(JobReport, SeveralNodesNameGpusWithTheirHost) {
   EXPECT_THAT(report.notes, ElementsAre("GPU b:0 was idle 80% of the time: request 1 GPU"));
 }
 
-TEST(JobReport, XidAndEccErrorsAreNoted) {
-  JobGpuFigures g = Gpu("n1", "0", 90, 0, 70000);
-  g.xid_errors = 2;
-  g.ecc_dbe_errors = 1;
-  JobReport report = BuildJobReport(Job({g}));
-  EXPECT_THAT(report.notes,
-              ElementsAre("2 XID error(s) during the job: see gpuscope_xid_errors_total",
-                          "1 double-bit ECC error(s) during the job: the GPU may need a reset"));
+// 2026-12-01 14:02:07 UTC.
+constexpr double kAt1402 = 1796133727;
+
+TEST(JobReport, XidNoteNamesGpuTimeAndTheCatalogsAction) {
+  JobFacts facts = Job({Gpu("n1", "0", 90, 0, 70000), Gpu("n1", "1", 90, 0, 70000)});
+  facts.events.push_back({kAt1402, "xid", "n1", "1", "79", "reboot", 1});
+  facts.events.push_back({kAt1402 + 60, "xid", "n1", "0", "13", "restart_app", 3});
+  EXPECT_THAT(
+      BuildJobReport(facts).notes,
+      ElementsAre("XID 79 on GPU 1 at 14:02:07 UTC: the node needs a reboot: drain it",
+                  "XID 13 on GPU 0 at 14:03:07 UTC (3 times): the application failed: restart the job"));
+}
+
+TEST(JobReport, EccNvlinkAndNodeEventsAreNotedWithTheirTime) {
+  JobFacts facts = Job({Gpu("a", "5", 90, 0, 70000), Gpu("b", "3", 90, 0, 70000)});
+  facts.events.push_back({kAt1402, "ecc_dbe", "a", "5", "", "", 1});
+  facts.events.push_back({kAt1402 + 1, "nvlink", "b", "3", "", "", 1234});
+  facts.events.push_back({kAt1402 + 2, "nccl", "b", "", "", "", 2});
+  facts.events.push_back({kAt1402 + 3, "cuda_oom", "a", "", "", "", 1});
+  EXPECT_THAT(
+      BuildJobReport(facts).notes,
+      ElementsAre("double-bit ECC error on GPU a:5 at 14:02:07 UTC: the GPU needs a reset; check its retired "
+                  "pages and row remaps",
+                  "NVLink errors on GPU b:3 from 14:02:08 UTC (1234 in all): a degrading link slows every "
+                  "collective; the node needs a look",
+                  "NCCL errors on b from 14:02:09 UTC (2 on the node during the job)",
+                  "CUDA out-of-memory errors on a from 14:02:10 UTC (1 on the node during the job)"));
+}
+
+TEST(JobReport, EventNotesPastTheCapAreSummedUpInOneLine) {
+  JobFacts facts = Job({Gpu("n1", "0", 90, 0, 70000)});
+  for (int i = 0; i < 15; ++i)
+    facts.events.push_back({kAt1402 + i, "xid", "n1", "0", std::to_string(i), "", 1});
+  JobReport report = BuildJobReport(facts);
+  ASSERT_EQ(report.notes.size(), 13u);
+  EXPECT_EQ(report.notes[11], "XID 11 on GPU 0 at 14:02:18 UTC: see the XID catalog");
+  EXPECT_EQ(report.notes[12], "3 more kinds of events during the job (see --format json)");
+}
+
+TEST(JobReport, ThrottlingIsNotedAboveTheMixinsRatiosByReason) {
+  JobGpuFigures hot = Gpu("n1", "2", 90, 0, 70000), capped = Gpu("n1", "3", 90, 0, 70000);
+  hot.throttle_fraction = {{"sw_thermal_slowdown", 0.06}, {"sw_power_cap", 0.1}, {"sync_boost", 0.5}};
+  capped.throttle_fraction = {{"sw_power_cap", 0.25}, {"hw_slowdown", 0.04}};
+  JobGpuFigures brake = Gpu("n1", "4", 90, 0, 70000);
+  brake.throttle_fraction = {{"hw_slowdown", 0.4}};
+  EXPECT_THAT(
+      BuildJobReport(Job({hot, capped, brake})).notes,
+      ElementsAre("GPU 3 was held back by the power cap 25% of the time: the work is power-bound; check the "
+                  "power limit (nvidia-smi -q -d POWER)",
+                  "GPU 4 was held back by HW slowdown 40% of the time: the board cut its clocks (overheating "
+                  "or a power supply signal): the node needs a look",
+                  "GPU 2 was held back by SW thermal slowdown 6% of the time: the GPU ran too hot: check the "
+                  "node's cooling"));
+  JobGpuFigures cool = Gpu("n1", "0", 90, 0, 70000);
+  cool.throttle_fraction = {{"sw_thermal_slowdown", 0.04}, {"sw_power_cap", 0.19}};
+  EXPECT_THAT(BuildJobReport(Job({cool})).notes, IsEmpty());
+}
+
+TEST(JobReport, StragglerRanksSlowerThanTheMedianRankAreNamedWithByHowMuch) {
+  JobFacts facts = Job({Gpu("n1", "0", 90, 0, 70000)});
+  for (int rank = 0; rank < 8; ++rank) {
+    facts.ranks.push_back({std::to_string(rank), "n1", std::to_string(rank), rank == 3 ? 0.225 : 0.167});
+  }
+  EXPECT_THAT(
+      BuildJobReport(facts).notes,
+      ElementsAre("rank 3 (GPU 3) is a straggler: its own work per step took 35% longer than the median "
+                  "rank's (0.225 s against 0.167 s); every other rank waits for it in the collectives"));
+  facts.ranks[3].compute_median_seconds = 0.2;  // 19.8% slower: within the spread of a healthy job
+  EXPECT_THAT(BuildJobReport(facts).notes, IsEmpty());
+  facts.ranks.resize(1);
+  facts.ranks[0].compute_median_seconds = 9;  // one rank has nothing to compare with
+  EXPECT_THAT(BuildJobReport(facts).notes, IsEmpty());
+}
+
+TEST(JobReport, SlurmGpuCountDifferentFromWhatPrometheusSawIsNoted) {
+  JobFacts facts = Job({Gpu("n1", "0", 90, 0, 70000), Gpu("n1", "1", 90, 0, 70000)});
+  facts.accounting.queried = facts.accounting.reachable = true;
+  facts.accounting.gpus = 2;
+  EXPECT_THAT(BuildJobReport(facts).notes, IsEmpty());
+  facts.accounting.gpus = 4;
+  EXPECT_THAT(
+      BuildJobReport(facts).notes,
+      ElementsAre("Slurm accounting says 4 GPU(s) but Prometheus saw 2: a node's agent did not attribute "
+                  "or export the rest (check its mapping files and scrape)"));
+}
+
+TEST(JobReport, EightyGigabyteH100ReadsEightyGibibytes) {
+  // 81920 MiB of board memory (used + free + reserved): 80 GiB, never "79 GB".
+  JobFacts facts = Job({Gpu("n1", "0", 90, 0, 10240, 81920)});
+  EXPECT_THAT(BuildJobReport(facts).notes,
+              ElementsAre("memory never above 10 GiB of 80 GiB: a smaller GPU or MIG slice fits"));
+  EXPECT_THAT(RenderJobReportText(facts, BuildJobReport(facts)), HasSubstr("   10 GiB    80 GiB "));
+}
+
+TEST(JobReport, TextSaysARunningJobIsReportedSoFarAndWhySacctIsMissing) {
+  JobFacts facts = Job({Gpu("node-a", "0", 98, 0, 70000)});
+  facts.running = true;
+  facts.accounting.queried = true;
+  facts.accounting.error = "sacct: not found";
+  std::string text = RenderJobReportText(facts, BuildJobReport(facts));
+  EXPECT_THAT(text, HasSubstr("run time   1h05m so far (running: every figure is up to now)\n"));
+  EXPECT_THAT(text, HasSubstr(" to now\n"));
+  EXPECT_THAT(text, HasSubstr("  slurm      (sacct not reachable: sacct: not found)\n"));
+  facts.running = false;
+  facts.accounting = {true, true, "", "COMPLETED", "01:05:00", "0:0", "cpu=8,gres/gpu=1", 1};
+  text = RenderJobReportText(facts, BuildJobReport(facts));
+  EXPECT_THAT(text, HasSubstr("run time   1h05m\n"));
+  EXPECT_THAT(text,
+              HasSubstr("  slurm      COMPLETED, elapsed 01:05:00, exit code 0:0, 1 GPU(s) allocated\n"));
+}
+
+TEST(JobReport, PodIsTitledAsAPodAndItsIdleNoteSpeaksOfThePod) {
+  JobFacts facts = Job({Gpu("gpu-node-06", "6", 0, 1, 500)});
+  facts.job = "research/nb-alice";
+  facts.is_pod = true;
+  EXPECT_THAT(RenderJobReportText(facts, BuildJobReport(facts)), HasSubstr("Pod research/nb-alice\n"));
+  EXPECT_EQ(BuildJobReport(facts).notes[0],
+            "GPU 6 was idle 100% of the time: the pod did no GPU work; lower its nvidia.com/gpu request or "
+            "scale it "
+            "down");
+  EXPECT_EQ(nlohmann::json::parse(RenderJobReportJson(facts, BuildJobReport(facts)))["kind"], "pod");
 }
 
 TEST(JobReport, TextShowsRunTimeNodesGradeFiguresAndNotes) {
@@ -113,7 +227,8 @@ TEST(JobReport, TextShowsRunTimeNodesGradeFiguresAndNotes) {
   EXPECT_THAT(text, HasSubstr("grade      B (50% busy on average)"));
   EXPECT_THAT(
       text,
-      HasSubstr("node-a           1          2      -    0.5 GB     80 GB     300    1080.0     90    0\n"));
+      HasSubstr(
+          "node-a           1          2      -   0.5 GiB    80 GiB     300    1080.0     90      -    0\n"));
   EXPECT_THAT(text, HasSubstr("  - GPU 1 was idle 90% of the time: request 1 GPU\n"));
 }
 
@@ -129,6 +244,31 @@ TEST(JobReport, JsonCarriesEveryFigureWithAbsentOnesAsNull) {
   EXPECT_TRUE(doc["gpus"][0]["sm_active_percent"].is_null());
   EXPECT_EQ(doc["gpus"][0]["energy_joules"], 1.08e6);
   EXPECT_TRUE(doc["notes"].is_array());
+  EXPECT_TRUE(doc["slurm"].is_null());
+  EXPECT_EQ(doc["running"], false);
+}
+
+TEST(JobReport, JsonCarriesThrottlingEventsRanksAndAccounting) {
+  JobGpuFigures g = Gpu("node-a", "1", 95, 0, 70000);
+  g.throttle_fraction = {{"sw_power_cap", 0.25}};
+  g.throttle_seconds = {{"power", 12.5}};
+  g.xid_errors = 1;
+  g.nvlink_errors = 40;
+  JobFacts facts = Job({g});
+  facts.events.push_back({kAt1402, "xid", "node-a", "1", "79", "reboot", 1});
+  facts.ranks.push_back({"0", "node-a", "1", 0.5});
+  facts.accounting = {true, true, "", "RUNNING", "00:10:00", "0:0", "gres/gpu=1", 1};
+  nlohmann::json doc = nlohmann::json::parse(RenderJobReportJson(facts, BuildJobReport(facts)));
+  EXPECT_EQ(doc["gpus"][0]["throttle_fraction"]["sw_power_cap"], 0.25);
+  EXPECT_EQ(doc["gpus"][0]["throttle_seconds"]["power"], 12.5);
+  EXPECT_EQ(doc["gpus"][0]["nvlink_errors"], 40);
+  EXPECT_EQ(doc["events"][0]["kind"], "xid");
+  EXPECT_EQ(doc["events"][0]["code"], "79");
+  EXPECT_EQ(doc["events"][0]["action"], "reboot");
+  EXPECT_EQ(doc["events"][0]["time"], kAt1402);
+  EXPECT_EQ(doc["ranks"][0]["compute_median_seconds"], 0.5);
+  EXPECT_EQ(doc["slurm"]["state"], "RUNNING");
+  EXPECT_EQ(doc["slurm"]["gpus"], 1);
 }
 
 }  // namespace
