@@ -24,7 +24,7 @@ constexpr size_t kMaxSacctOutputBytes = 256u << 20;
 Status SacctGpuHours(ChargebackGrouping grouping, const TimeRange& range,
                      std::map<std::string, double>* hours) {
   auto at = [](double t) {
-    std::string s = FormatTimestamp(t);
+    std::string s = FormatUtc(t);
     s.pop_back();  // sacct reads "YYYY-MM-DDTHH:MM:SS" in its time zone, UTC here
     return s;
   };
@@ -103,8 +103,8 @@ int RunChargeback(const CommandLine& line) {
   if (!status.ok()) return Fail(status.message(), kExitFailed);
   std::vector<ChargebackRow> rows = SummariseUsage(usage, scrape_interval, costs);
   if (rows.empty()) {
-    return Fail("no allocated GPUs between " + FormatTimestamp(options.range.from) + " and " +
-                    FormatTimestamp(options.range.to) + " in " + line.flags.at("prometheus.url"),
+    return Fail("no allocated GPUs between " + FormatUtc(options.range.from) + " and " +
+                    FormatUtc(options.range.to) + " in " + line.flags.at("prometheus.url"),
                 kExitFailed);
   }
 
@@ -154,8 +154,8 @@ int RunChargeback(const CommandLine& line) {
       ChargebackTable(rows, options.grouping, costs.currency, with_sacct, format == TableFormat::kText);
   if (format == TableFormat::kText) {
     std::cout << "GPU chargeback by " << GroupingLabel(options.grouping) << ", "
-              << FormatTimestamp(options.range.from) << " .. " << FormatTimestamp(options.range.to)
-              << " (windows of " << options.step << " s, samples x " << scrape_interval << " s)\n\n";
+              << FormatUtc(options.range.from) << " .. " << FormatUtc(options.range.to) << " (windows of "
+              << options.step << " s, samples x " << scrape_interval << " s)\n\n";
   }
   std::cout << RenderTable(table, format);
   return kExitOk;

@@ -37,6 +37,7 @@
 
 #include "src/cli/prometheus_client.h"
 #include "src/cli/table_output.h"
+#include "src/cli/text_format.h"
 #include "src/core/status.h"
 
 namespace gpuscope {
@@ -63,22 +64,6 @@ struct CostTable {
 // Parses costs.yaml text. InvalidArgument naming the model and field for YAML that does not parse, a
 // missing or empty `models` map, a price that is not a number or is negative, an unknown key.
 Status ParseCostTable(std::string_view yaml, CostTable* table);
-
-// A time range in Unix seconds, from < to.
-struct TimeRange {
-  double from = 0;
-  double to = 0;
-};
-
-// "2026-11" -> [2026-11-01T00:00:00Z, 2026-12-01T00:00:00Z). InvalidArgument otherwise.
-Status ParseMonth(std::string_view text, TimeRange* range);
-
-// "2026-11-03", "2026-11-03T12:00:00Z", "2026-11-03T12:00:00+01:00" (RFC 3339, seconds optional
-// fractions) or Unix seconds ("1793750400"). InvalidArgument otherwise.
-Status ParseTimestamp(std::string_view text, double* unix_seconds);
-
-// Unix seconds -> "2026-11-03T12:00:00Z".
-std::string FormatTimestamp(double unix_seconds);
 
 enum class ChargebackGrouping { kAccount, kUser, kPartition, kNamespace };
 

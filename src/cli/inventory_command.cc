@@ -13,6 +13,7 @@
 
 #include "src/cli/prometheus_flags.h"
 #include "src/cli/table_output.h"
+#include "src/cli/text_format.h"
 
 namespace gpuscope {
 namespace {
@@ -71,50 +72,6 @@ Status CollectInventory(PrometheusClient& prometheus, InventoryQueryOptions* opt
   return Status::Ok();
 }
 
-bool ParseTimeFlag(const std::string& text, double* unix_seconds) {
-  char* end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  if (!text.empty() && *end == '\0' && std::isfinite(number) && text.find('-') == std::string::npos) {
-    *unix_seconds = number;
-    return true;
-  }
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &consumed) != 3 ||
-      consumed != 10) {
-    return false;
-  }
-  double offset = 0;
-  if (text.size() > 10) {
-    int more = 0;
-    if ((text[10] != 'T' && text[10] != ' ') ||
-        std::sscanf(text.c_str() + 11, "%2d:%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &more) != 3 ||
-        more != 8) {
-      return false;
-    }
-    const std::string zone = text.substr(19);
-    int hours = 0, minutes = 0, zone_len = 0;
-    if (zone == "Z") {
-      offset = 0;
-    } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') &&
-               std::sscanf(zone.c_str() + 1, "%2d:%2d%n", &hours, &minutes, &zone_len) == 2 &&
-               zone_len == 5) {
-      offset = (zone[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
-    } else {
-      return false;
-    }
-    if (tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) return false;
-  }
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31) return false;
-  const int month = tm.tm_mon;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  const std::time_t t = timegm(&tm);
-  if (tm.tm_mon != month - 1) return false;  // 2026-02-30 normalised into March
-  *unix_seconds = static_cast<double>(t) - offset;
-  return true;
-}
-
 std::string RenderInventory(const InventoryReport& report, TableFormat format, const std::string& section) {
   const std::pair<std::string, Table> tables[] = {
       {"gpus", PlacementsTable(report)}, {"events", EventsTable(report)}, {"rma", RmaTable(report)}};
@@ -169,7 +126,7 @@ int RunInventory(const CommandLine& line) {
   }
   InventoryQueryOptions query;
   query.end = UnixNow();
-  if (!line.flags.at("to").empty() && !ParseTimeFlag(line.flags.at("to"), &query.end)) {
+  if (!line.flags.at("to").empty() && !ParseTimestamp(line.flags.at("to"), &query.end).ok()) {
     return Usage("--to: '" + line.flags.at("to") +
                  "' is not a time (Unix seconds, 2026-11-03 or 2026-11-03T14:00:00Z)");
   }
@@ -178,7 +135,7 @@ int RunInventory(const CommandLine& line) {
     return Usage("--lookback must be a positive number of seconds");
   }
   query.start = query.end - lookback;
-  if (!line.flags.at("from").empty() && !ParseTimeFlag(line.flags.at("from"), &query.start)) {
+  if (!line.flags.at("from").empty() && !ParseTimestamp(line.flags.at("from"), &query.start).ok()) {
     return Usage("--from: '" + line.flags.at("from") +
                  "' is not a time (Unix seconds, 2026-11-03 or 2026-11-03T14:00:00Z)");
   }

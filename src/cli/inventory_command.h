@@ -37,10 +37,6 @@ Status QueryRangeChunked(PrometheusClient& prometheus, const std::string& expr, 
 // Fills *input from Prometheus over the options' range (options->step set when it was 0).
 Status CollectInventory(PrometheusClient& prometheus, InventoryQueryOptions* options, InventoryInput* input);
 
-// Parses a --from/--to value: Unix seconds, "2026-11-03", "2026-11-03T14:00:00Z" or with an offset
-// ("+01:00"). False for anything else.
-bool ParseTimeFlag(const std::string& text, double* unix_seconds);
-
 // The report as text (three titled tables), CSV or JSON (an object with from, to, step_seconds and
 // an array per section); `section` is all, gpus, events or rma. CSV of all three sections puts a
 // "# name" line before each table and a blank line between them.

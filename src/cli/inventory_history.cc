@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "src/cli/text_format.h"
+
 namespace gpuscope {
 namespace {
 
@@ -251,15 +253,6 @@ std::string Card(const std::string& uuid, const std::string& serial) {
 }
 
 }  // namespace
-
-std::string FormatUtc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(std::llround(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string InventoryEventKindName(InventoryEventKind kind) {
   switch (kind) {

@@ -111,10 +111,7 @@ Status FilterInventory(const std::string& node_regex, bool rma_only, InventoryRe
 std::string InventoryEventKindName(
     InventoryEventKind kind);  // "replaced", "moved", "rma-candidate", "returned"
 
-// Unix seconds as UTC "2026-11-03T14:02:00Z" (rounded to the second): every time the report prints.
-std::string FormatUtc(double unix_seconds);
-
-// The report's three tables (times as FormatUtc).
+// The report's three tables (times as FormatUtc of text_format.h: RFC 3339, UTC).
 Table PlacementsTable(const InventoryReport& report);
 Table EventsTable(const InventoryReport& report);
 Table RmaTable(const InventoryReport& report);

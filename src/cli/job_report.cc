@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "src/cli/text_format.h"
+
 namespace gpuscope {
 namespace {
 
@@ -70,12 +72,6 @@ std::string EventClassText(const std::string& kind) {
   return it == texts.end() ? kind + " events" : it->second;
 }
 
-std::string Fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
-  return text;
-}
-
 std::string Duration(double seconds) {
   const long total = std::lround(std::max(0.0, seconds));
   const long h = total / 3600, m = total % 3600 / 60, s = total % 60;
@@ -96,11 +92,11 @@ std::string GpuList(const std::vector<std::string>& names) {
 
 // Memory sizes in GiB (2^30 bytes), labelled so: DCGM's FB figures are MiB. An 80 GB H100 (81920 MiB of
 // board memory) reads "80 GiB".
-std::string Gibibytes(double mib) { return Fixed(mib / 1024, mib < 10240 ? 1 : 0) + " GiB"; }
+std::string Gibibytes(double mib) { return FormatFixed(mib / 1024, mib < 10240 ? 1 : 0) + " GiB"; }
 
-std::string Percent(double fraction) { return Fixed(100 * fraction, 0) + "%"; }
+std::string Percent(double fraction) { return FormatFixed(100 * fraction, 0) + "%"; }
 
-std::string Times(double count) { return count >= 2 ? " (" + Fixed(count, 0) + " times)" : ""; }
+std::string Times(double count) { return count >= 2 ? " (" + FormatFixed(count, 0) + " times)" : ""; }
 
 std::string Grade(double busy) {
   if (busy < 0) return "?";
@@ -141,7 +137,7 @@ JobReport BuildJobReport(const JobFacts& facts) {
   if (!idle.empty()) {
     const size_t needed = std::max<size_t>(1, facts.gpus.size() - idle.size());
     std::string note = GpuList(idle) + (idle.size() == 1 ? " was" : " were") + " idle " +
-                       Fixed(100 * idle_sum / idle.size(), 0) + "% of the time: ";
+                       FormatFixed(100 * idle_sum / idle.size(), 0) + "% of the time: ";
     if (idle.size() < facts.gpus.size()) {
       note += "request " + std::to_string(needed) + (needed == 1 ? " GPU" : " GPUs");
     } else if (facts.is_pod) {
@@ -175,7 +171,7 @@ JobReport BuildJobReport(const JobFacts& facts) {
     if (!idle_gpu && g.busy_percent() >= 0 && g.busy_percent() < kLowBusyPercent) low.push_back(name(g));
   }
   if (!low.empty()) {
-    report.notes.push_back(GpuList(low) + " averaged under " + Fixed(kLowBusyPercent, 0) +
+    report.notes.push_back(GpuList(low) + " averaged under " + FormatFixed(kLowBusyPercent, 0) +
                            "% busy: the input pipeline or the CPU side does not keep them fed");
   }
 
@@ -217,11 +213,11 @@ JobReport BuildJobReport(const JobFacts& facts) {
       note.append(": the GPU needs a reset; check its retired pages and row remaps");
     } else if (e.kind == "nvlink") {
       note.append("NVLink errors on ").append(on_gpu).append(" from ").append(when).append(" (");
-      note.append(Fixed(e.count, 0))
+      note.append(FormatFixed(e.count, 0))
           .append(" in all): a degrading link slows every collective; the node needs a look");
     } else {
       note.append(EventClassText(e.kind)).append(" on ").append(e.hostname).append(" from ").append(when);
-      note.append(" (").append(Fixed(e.count, 0)).append(" on the node during the job)");
+      note.append(" (").append(FormatFixed(e.count, 0)).append(" on the node during the job)");
     }
     report.notes.push_back(std::move(note));
   }
@@ -240,7 +236,7 @@ JobReport BuildJobReport(const JobFacts& facts) {
       report.notes.push_back(
           "rank " + r.rank + " (" + where + ") is a straggler: its own work per step took " +
           Percent(r.compute_median_seconds / median - 1) + " longer than the median rank's (" +
-          Fixed(r.compute_median_seconds, 3) + " s against " + Fixed(median, 3) +
+          FormatFixed(r.compute_median_seconds, 3) + " s against " + FormatFixed(median, 3) +
           " s); every other rank waits for it in the collectives");
     }
   }
@@ -255,14 +251,7 @@ JobReport BuildJobReport(const JobFacts& facts) {
   return report;
 }
 
-std::string ClockTimeUtc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%H:%M:%S UTC", &tm);
-  return text;
-}
+std::string ClockTimeUtc(double unix_seconds) { return FormatUtc(unix_seconds, "%H:%M:%S UTC"); }
 
 namespace {
 
@@ -273,14 +262,7 @@ double MostThrottled(const JobGpuFigures& g) {
   return most;
 }
 
-std::string DateTimeUtc(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[40];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return text;
-}
+std::string DateTimeUtc(double unix_seconds) { return FormatUtc(unix_seconds, "%Y-%m-%d %H:%M:%S UTC"); }
 
 }  // namespace
 
@@ -316,9 +298,9 @@ std::string RenderJobReportText(const JobFacts& facts, const JobReport& report) 
   for (size_t i = 0; i < hosts.size(); ++i) out << (i ? ", " : "") << hosts[i];
   out << ")\n  GPUs       " << facts.gpus.size() << "\n";
   out << "  grade      " << report.grade;
-  if (report.busy_percent >= 0) out << " (" << Fixed(report.busy_percent, 0) << "% busy on average)";
+  if (report.busy_percent >= 0) out << " (" << FormatFixed(report.busy_percent, 0) << "% busy on average)";
   out << "\n\n";
-  auto cell = [](double v, int decimals) { return v < 0 ? std::string("-") : Fixed(v, decimals); };
+  auto cell = [](double v, int decimals) { return v < 0 ? std::string("-") : FormatFixed(v, decimals); };
   char line[320];
   std::snprintf(line, sizeof(line), "%-16s %-5s %6s %6s %9s %9s %7s %9s %6s %6s %4s\n", "node", "gpu",
                 "util%", "sm%", "mem peak", "mem total", "power W", "energy kJ", "idle%", "thrtl%", "xid");
@@ -330,10 +312,10 @@ std::string RenderJobReportText(const JobFacts& facts, const JobReport& report) 
                   (g.memory_peak_mib < 0 ? std::string("-") : Gibibytes(g.memory_peak_mib)).c_str(),
                   (g.memory_total_mib < 0 ? std::string("-") : Gibibytes(g.memory_total_mib)).c_str(),
                   cell(g.power_mean_watts, 0).c_str(),
-                  (g.energy_joules < 0 ? std::string("-") : Fixed(g.energy_joules / 1000, 1)).c_str(),
-                  (g.idle_fraction < 0 ? std::string("-") : Fixed(100 * g.idle_fraction, 0)).c_str(),
-                  (throttled < 0 ? std::string("-") : Fixed(100 * throttled, 0)).c_str(),
-                  Fixed(g.xid_errors, 0).c_str());
+                  (g.energy_joules < 0 ? std::string("-") : FormatFixed(g.energy_joules / 1000, 1)).c_str(),
+                  (g.idle_fraction < 0 ? std::string("-") : FormatFixed(100 * g.idle_fraction, 0)).c_str(),
+                  (throttled < 0 ? std::string("-") : FormatFixed(100 * throttled, 0)).c_str(),
+                  FormatFixed(g.xid_errors, 0).c_str());
     out << line;
   }
   if (!report.notes.empty()) {

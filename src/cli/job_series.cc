@@ -8,6 +8,8 @@
 #include <map>
 #include <tuple>
 
+#include "src/cli/text_format.h"
+
 namespace gpuscope {
 namespace {
 
@@ -29,11 +31,7 @@ constexpr PanelSpec kOtherPanels[] = {
     {"Temperature", "C", "DCGM_FI_DEV_GPU_TEMP", 1, 0},
 };
 
-std::string FormatNumber(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), std::fabs(v) < 10 ? "%.1f" : "%.0f", v);
-  return buffer;
-}
+std::string FormatNumber(double v) { return FormatFixed(v, std::fabs(v) < 10 ? 1 : 0); }
 
 std::string Pad(std::string text, int width) {
   const int shown = DisplayWidth(text);
@@ -75,14 +73,6 @@ Status QueryPanel(PrometheusClient& prometheus, const PanelSpec& spec, const std
 }
 
 }  // namespace
-
-std::string FormatUtc(double unix_seconds, const char* format) {
-  const std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[64];
-  return std::string(buffer, std::strftime(buffer, sizeof(buffer), format, &tm));
-}
 
 double SeriesStep(double first, double last, int max_points) {
   const double life = std::max(0.0, last - first);

@@ -42,9 +42,6 @@ struct JobSeries {
   std::vector<SeriesPanel> panels;
 };
 
-// `unix_seconds` (rounded down to the second) in UTC, as strftime's `format` writes it.
-std::string FormatUtc(double unix_seconds, const char* format);
-
 // The step for a life from `first` to `last` with at most `max_points` points (>= 1 s, whole seconds).
 double SeriesStep(double first, double last, int max_points);
 

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "src/cli/text_format.h"
+
 namespace gpuscope {
 namespace {
 

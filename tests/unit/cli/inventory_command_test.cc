@@ -11,30 +11,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(InventoryCommand, TimeFlagsTakeUnixSecondsDatesAndRfc3339) {
-  double t = 0;
-  ASSERT_TRUE(ParseTimeFlag("1793664000", &t));
-  EXPECT_EQ(t, 1793664000);
-  ASSERT_TRUE(ParseTimeFlag("2026-11-03", &t));
-  EXPECT_EQ(t, 1793664000);  // midnight UTC
-  ASSERT_TRUE(ParseTimeFlag("2026-11-03T14:02:00Z", &t));
-  EXPECT_EQ(t, 1793664000 + 14 * 3600 + 120);
-  ASSERT_TRUE(ParseTimeFlag("2026-11-03T15:02:00+01:00", &t));
-  EXPECT_EQ(t, 1793664000 + 14 * 3600 + 120);
-  ASSERT_TRUE(ParseTimeFlag("2026-11-03T09:02:00-05:00", &t));
-  EXPECT_EQ(t, 1793664000 + 14 * 3600 + 120);
-}
-
-TEST(InventoryCommand, MalformedTimesAreRefusedAndLeaveTheValueAlone) {
-  double t = 42;
-  for (const char* bad :
-       {"", "yesterday", "2026-13-01", "2026-02-30", "2026-11-03T25:00:00Z", "2026-11-03T14:02:00",
-        "2026-11-03T14:02Z", "2026-11-3", "2026-11-03Z", "2026-11-03T14:02:00+1"}) {
-    EXPECT_FALSE(ParseTimeFlag(bad, &t)) << bad;
-  }
-  EXPECT_EQ(t, 42);
-}
-
 TEST(InventoryCommand, AutomaticStepBoundsThePointsInWholeMinutes) {
   EXPECT_EQ(InventoryStep(0, 30 * 86400, 0, 1000), 2640);  // 2592 s rounded up to 44 minutes
   EXPECT_EQ(InventoryStep(0, 600, 0, 1000), 60);           // never under a minute
