@@ -66,6 +66,8 @@ struct FamilyState {
 
 class Parser {
  public:
+  explicit Parser(const PromTextOptions& options) : options_(options) {}
+
   PromTextParse Run(std::string_view text) {
     PromTextParse result;
     if (!IsValidUtf8(text)) {
@@ -154,6 +156,8 @@ class Parser {
     } else if (rest == "gauge") {
       family.type = MetricType::kGauge;
     } else if (rest == "untyped") {
+      family.type = MetricType::kUnknown;
+    } else if ((rest == "histogram" || rest == "summary") && options_.histograms_as_untyped) {
       family.type = MetricType::kUnknown;
     } else if (rest == "histogram" || rest == "summary") {
       return "type " + std::string(rest) + " of " + family.name +
@@ -269,12 +273,15 @@ class Parser {
     }
   }
 
+  const PromTextOptions options_;
   std::vector<MetricFamily> families_;
   std::unordered_map<std::string, FamilyState> states_;
 };
 
 }  // namespace
 
-PromTextParse ParsePromText(std::string_view text) { return Parser().Run(text); }
+PromTextParse ParsePromText(std::string_view text, const PromTextOptions& options) {
+  return Parser(options).Run(text);
+}
 
 }  // namespace gpuscope

@@ -1,6 +1,7 @@
 // Parses the Prometheus text exposition format 0.0.4 as node_exporter's textfile collector reads it
 // (https://prometheus.io/docs/instrumenting/exposition_formats/), into the agent's metric model
-// (src/core/metric.h), for the textfile collector (src/collectors/textfile/).
+// (src/core/metric.h), for the textfile collector (src/collectors/textfile/), and the agent's own /metrics
+// for `gpuscope check` (src/cli/check_findings.h).
 //
 // Accepted: "# HELP name text" (escapes \\ and \n), "# TYPE name counter|gauge|untyped", other "#" lines
 // (comments), blank lines, and samples "name{label="value",...} value" (label value escapes \\, \" and
@@ -14,6 +15,11 @@
 // label name (labels starting "__" included); a label named twice; the same series twice; samples of one
 // family with different label names (the metric model keeps one label set per family). Labels keep the order
 // of the family's first sample.
+//
+// With PromTextOptions::histograms_as_untyped (for a reader that only looks up gauges and counters in a
+// whole exposition, as `gpuscope check` does the agent's), a histogram or summary TYPE is not refused: the
+// family is read as untyped and its lines as the plain series they are (x_bucket, x_sum and x_count each
+// a family of that name; a summary's quantile lines in x).
 //
 // Thread-safety: pure function.
 #pragma once
@@ -31,7 +37,11 @@ struct PromTextParse {
   std::string error;                   // "line N: what is wrong"; empty on success (families are then valid)
 };
 
+struct PromTextOptions {
+  bool histograms_as_untyped = false;  // see above; the textfile collector keeps refusing them
+};
+
 // All of `text` or nothing: on an error `families` is empty.
-PromTextParse ParsePromText(std::string_view text);
+PromTextParse ParsePromText(std::string_view text, const PromTextOptions& options = {});
 
 }  // namespace gpuscope

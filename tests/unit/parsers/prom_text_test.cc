@@ -56,6 +56,38 @@ TEST(PromText, FamilyWithMetadataButNoSampleIsLeftOut) {
   EXPECT_EQ(parsed.families[0].name, "b");
 }
 
+TEST(PromText, HistogramsAsUntypedReadsTheirLinesAsPlainSeries) {
+  const std::string text =
+      "# HELP step_seconds Step time.\n"
+      "# TYPE step_seconds histogram\n"
+      "step_seconds_bucket{rank=\"0\",le=\"1\"} 2\n"
+      "step_seconds_bucket{rank=\"0\",le=\"+Inf\"} 3\n"
+      "step_seconds_sum{rank=\"0\"} 2.5\n"
+      "step_seconds_count{rank=\"0\"} 3\n"
+      "# TYPE rpc_seconds summary\n"
+      "rpc_seconds{quantile=\"0.99\"} 0.2\n"
+      "# TYPE up gauge\n"
+      "up 1\n";
+  // Without the option the histogram stays refused.
+  EXPECT_THAT(ParsePromText(text).error,
+              HasSubstr("line 2: type histogram of step_seconds is not supported"));
+
+  const PromTextParse parsed = ParsePromText(text, PromTextOptions{.histograms_as_untyped = true});
+  ASSERT_EQ(parsed.error, "");
+  std::vector<std::string> names;
+  for (const MetricFamily& family : parsed.families) {
+    names.push_back(family.name);
+    EXPECT_EQ(family.type, family.name == "up" ? MetricType::kGauge : MetricType::kUnknown) << family.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"step_seconds_bucket", "step_seconds_sum", "step_seconds_count",
+                                             "rpc_seconds", "up"}));
+  ASSERT_EQ(parsed.families[0].samples.size(), 2u);
+  EXPECT_EQ(Pairs(parsed.families[0].samples[1].labels),
+            (std::vector<std::pair<std::string, std::string>>{{"rank", "0"}, {"le", "+Inf"}}));
+  EXPECT_EQ(parsed.families[0].samples[1].value, 3);
+  EXPECT_EQ(parsed.families[3].samples[0].value, 0.2);
+}
+
 TEST(PromText, EachRefusalNamesItsLineAndReturnsNoFamilies) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"a 1\nb 2 1700000000000\n", "line 2: b: explicit timestamps are not allowed"},
