@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/cli/check_command.h"
 #include "src/cli/command.h"
 #include "src/cli/command_line.h"
 #include "src/cli/job_command.h"
@@ -16,6 +17,7 @@ namespace {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       JobCommand(),
+      CheckCommand(),
   };
   return commands;
 }
