@@ -165,14 +165,23 @@ class Evaluator {
     }
     std::set<std::string> nvml_bus_ids;
     for (const GpuIdentity& gpu : m_.gpus()) nvml_bus_ids.insert(gpu.pci_bus_id);
-    // The host collector lists every NVIDIA GPU function in sysfs: one NVML does not show has fallen
-    // off the bus or failed to initialise.
+    // The host collector lists every NVIDIA GPU function in sysfs. When it finds more than NVML shows,
+    // the ones NVML does not show have fallen off the bus or failed to initialise. (By count first: a
+    // sysfs root that is not this machine's, as in the demo's fixtures, names other bus ids.)
     std::set<std::string> reported;
+    std::set<std::string> on_bus;
     for (const Sample& s : m_.Samples("gpuscope_gpu_numa_info")) {
       const std::string bus = AgentMetrics::NormalBusId(LabelOf(s, "pci_bus_id"));
-      if (!bus.empty() && !nvml_bus_ids.count(bus) && reported.insert(bus).second) {
-        Add("gpus", CheckStatus::kFail, "GPU at " + bus, "on the PCI bus but NVML does not show it",
-            "GpuNodeGpusMissing");
+      if (!bus.empty()) on_bus.insert(bus);
+    }
+    if (on_bus.size() > nvml_bus_ids.size()) {
+      for (const std::string& bus : on_bus) {
+        if (!nvml_bus_ids.count(bus) && reported.insert(bus).second) {
+          Add("gpus", CheckStatus::kFail, "GPU at " + bus,
+              "on the PCI bus but NVML does not show it (" + std::to_string(on_bus.size()) + " on the bus, " +
+                  std::to_string(nvml_bus_ids.size()) + " in NVML)",
+              "GpuNodeGpusMissing");
+        }
       }
     }
     // A kernel-log XID of a GPU NVML does not show keeps its pci_bus_id and an empty gpu.

@@ -30,6 +30,8 @@ class Exposition {
     series_[family][labels] = value;
   }
 
+  void Clear(const std::string& family) { series_.erase(family); }
+
   static Exposition Healthy(int gpus) {
     Exposition e;
     for (const char* c : {"gpu", "host", "infiniband"}) {
@@ -196,10 +198,22 @@ TEST(CheckFindings, GpuOnThePciBusOrInKernelLogXidsThatNvmlDoesNotShowIsMissing)
   const std::vector<CheckFinding> bad = NotPassing(Evaluate(e));
   ASSERT_EQ(bad.size(), 3u);
   EXPECT_EQ(bad[0].subject, "GPU at 00000000:9A:00.0");
-  EXPECT_EQ(bad[0].message, "on the PCI bus but NVML does not show it");
+  EXPECT_EQ(bad[0].message, "on the PCI bus but NVML does not show it (3 on the bus, 2 in NVML)");
   EXPECT_EQ(bad[1].subject, "GPU at 00000000:AB:00.0");
   EXPECT_THAT(bad[1].message, HasSubstr("XID 79 in the kernel log"));
   EXPECT_EQ(bad[2].check, "xid");  // and its XID asks for a reboot
+}
+
+TEST(CheckFindings, SysfsNamingOtherBusIdsButNoMoreGpusThanNvmlIsNoMissingGpu) {
+  // A --path.sysfs root that is not this machine's (the demo's fixtures on simulated GPUs): one GPU on
+  // the bus at an address NVML does not know, two GPUs in NVML.
+  Exposition e = Exposition::Healthy(2);
+  e.Clear("gpuscope_gpu_numa_info");
+  e.Set("gpuscope_gpu_numa_info", "gauge", "pci_bus_id=\"0000:83:00.0\",numa_node=\"1\",local_cpus=\"16-31\"",
+        1);
+  const std::string text = e.Text();
+  ASSERT_THAT(text, HasSubstr("0000:83:00.0"));
+  EXPECT_EQ(Verdict(EvaluateAgentMetrics(text, {})), CheckStatus::kPass);
 }
 
 TEST(CheckFindings, NodeWithoutGpusWarnsUnlessZeroAreExpected) {

@@ -1,0 +1,165 @@
+"""Integration: `gpuscope check` against real agents of the demo's simulated nodes, and its Slurm actions on
+a real slurmctld/slurmd (tests/integration/slurm_harness.py).
+
+Agents (tests/integration/fleet.py, as the demo runs them): gpu-node-01 (h100-training.yaml with the
+InfiniBand fixture: two mlx5 ports Active, soft-RoCE Active, irdma0 Disabled on purpose) must pass with exit 0;
+gpu-node-03 (h100-faults.yaml at twice real speed: GPU 5's double-bit ECC error and XID 48 at 60 s, GPU 1
+off the bus with XID 79 at 120 s) must fail with exit 2 for exactly those reasons, and not for the
+application XIDs 13 and 31 of GPU 2; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
+trained x8 of x16) warns with exit 1; a port nobody listens on fails with exit 2 and says so.
+
+Slurm (root only, else those cases skip): --slurm-drain on the faults node drains the Slurm node with the
+failing finding as reason (scontrol show node); a clean run with --slurm-resume-if-clean resumes it; a drain
+someone else set is neither overwritten by a failing run nor resumed by a clean one.
+
+Usage: cli_check_test.py AGENT SIM_LIBRARY GPUSCOPE"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import unittest_main  # noqa: E402
+import fleet  # noqa: E402
+import harness  # noqa: E402
+import slurm_harness  # noqa: E402
+
+AGENT, SIM, GPUSCOPE = sys.argv[1:4]
+NODES = tuple(n for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05"))
+
+
+def check(url, *args, env=None):
+    return subprocess.run([GPUSCOPE, "check", f"--agent.url={url}", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def failing(report):
+    return sorted((f["check"], f["subject"]) for f in report["findings"] if f["status"] == "fail")
+
+
+class GpuscopeCheck(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = fleet.Fleet(AGENT, SIM, NODES)
+        try:
+            cls.urls = {host: agent.url for host, agent in cls.fleet.agents.items()}
+
+            def faults_happened():
+                done = check(cls.urls["gpu-node-03"], "--format=json")
+                report = json.loads(done.stdout)
+                subjects = {f["subject"] for f in report["findings"] if f["check"] in ("gpus", "xid")}
+                return report if any(s.startswith("GPU 1 ") for s in subjects) else None
+
+            # GPU 1 falls off the bus last (120 s simulated, 60 s real).
+            cls.faults = harness.wait_for(faults_happened, 150, "gpu-node-03's GPU 1 to fall off the bus")
+        except BaseException:
+            cls.fleet.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fleet.stop()
+
+    def test_healthy_node_passes_every_check_with_exit_0(self):
+        done = check(self.urls["gpu-node-01"], "--expect-gpus=8")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        lines = done.stdout.splitlines()
+        self.assertEqual(lines[-1], "check: pass (0 failing, 0 warning, 11 passing)")
+        self.assertTrue(all(line.startswith("PASS  ") for line in lines[:-1]), done.stdout)
+        self.assertIn("PASS  gpus       8 GPUs present (8 expected), all answering", lines)
+        self.assertIn("PASS  infiniband 3 ports Active; irdma0 port 1 disabled", lines)
+
+    def test_faults_node_fails_with_exit_2_for_the_right_reasons(self):
+        done = check(self.urls["gpu-node-03"], "--format=json")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        report = json.loads(done.stdout)
+        self.assertEqual(report["verdict"], "fail")
+        self.assertEqual(report["exit_code"], 2)
+        found = failing(report)
+        uuid = {f["subject"].split(" ")[1]: f["subject"] for f in report["findings"] if f["subject"]}
+        # What the scenario did, as the agent exports it, read back here independently of the check.
+        metrics = harness.http_get(self.urls["gpu-node-03"] + "/metrics")[2].decode()
+        self.assertRegex(metrics, r'gpuscope_gpu_up\{gpu="1",[^}]*\} 0')
+        self.assertRegex(metrics, r'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL\{gpu="5",[^}]*\} [1-9]')
+        self.assertIn(("gpus", uuid["1"]), found)  # lost
+        self.assertIn(("ecc", uuid["5"]), found)
+        xids = {f["message"].split(" ")[1]: f for f in report["findings"] if f["check"] == "xid"}
+        self.assertEqual(xids["79"]["status"], "fail")
+        self.assertIn("catalog action: reboot", xids["79"]["message"])
+        self.assertEqual(xids["48"]["status"], "fail")
+        self.assertIn("catalog action: reset_gpu", xids["48"]["message"])
+        # The application XIDs of GPU 2 ask for no reset: they do not fail the node.
+        self.assertRegex(metrics, r'gpuscope_xid_errors_total\{gpu="2",[^}]*xid="13",action="restart_app"[^}]*\} 1')
+        self.assertFalse([f for f in report["findings"] if f["status"] != "pass" and f["subject"].startswith("GPU 2 ")])
+        self.assertEqual({c for c, _ in found} - {"gpus", "ecc", "xid", "memory"}, set(), found)
+        for f in report["findings"]:
+            if f["status"] == "fail":
+                self.assertTrue(f["runbook"].startswith("https://runbooks.example.invalid/gpuscope/"), f)
+        ecc = [f for f in report["findings"] if f["check"] == "ecc"][0]
+        self.assertTrue(ecc["runbook"].endswith("/GpuEccDoubleBitError.md"))
+
+    def test_narrow_pcie_link_warns_with_exit_1(self):
+        done = check(self.urls["gpu-node-05"])
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        warnings = [line for line in done.stdout.splitlines() if line.startswith("WARN")]
+        self.assertTrue(warnings, done.stdout)
+        self.assertTrue(all(line.startswith("WARN  pcie") for line in warnings), done.stdout)
+        self.assertIn("GpuPcieLinkDegraded.md", warnings[0])
+
+    def test_unreachable_agent_fails_with_the_reason(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # bound, never listening: connections are refused
+            done = check(f"http://127.0.0.1:{port}")
+        self.assertEqual(done.returncode, 2)
+        self.assertRegex(done.stdout, rf"FAIL  agent +cannot read http://127\.0\.0\.1:{port}: .+")
+        self.assertTrue(done.stdout.endswith("check: fail (1 failing, 0 warning, 0 passing)\n"), done.stdout)
+
+    @unittest.skipUnless(slurm_harness.slurm_available(), "needs root and the Slurm packages")
+    def test_slurm_drain_and_resume_if_clean_on_a_real_slurmd(self):
+        with slurm_harness.SlurmCluster() as cluster:
+            node = cluster.node
+
+            def show():
+                line = cluster.run_client(["scontrol", "show", "node", "-o", node]).stdout
+                return slurm_harness.parse_scontrol_record(line)
+
+            def run(host, *flags):
+                return check(self.urls[host], f"--node-name={node}", *flags, env=cluster.env)
+
+            harness.wait_for(lambda: "IDLE" in show().get("State", ""), 30, "the node to be idle")
+            done = run("gpu-node-03", "--slurm-drain", "--slurm-resume-if-clean")
+            self.assertEqual(done.returncode, 2, done.stderr)
+            record = show()
+            self.assertIn("DRAIN", record["State"])
+            first_fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL")][0]
+            check_name, rest = first_fail[6:17].strip(), first_fail[17:]
+            self.assertTrue(record["Reason"].startswith(f"gpuscope: {check_name} {rest[:40]}"), record["Reason"])
+            self.assertIn(f"slurm: drained node {node} (reason: gpuscope: ", done.stdout)
+
+            # A clean run resumes the node gpuscope drained.
+            done = run("gpu-node-01", "--slurm-drain", "--slurm-resume-if-clean")
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertIn(f"slurm: resumed node {node}", done.stdout)
+            self.assertNotIn("DRAIN", show()["State"])
+
+            # Someone else's drain: a failing run keeps its reason, a clean run does not resume it.
+            cluster.run_client(["scontrol", "update", f"nodename={node}", "state=drain", "reason=fan swap, ticket 77"])
+            done = run("gpu-node-03", "--slurm-drain")
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("already drained by someone else (reason: fan swap, ticket 77); left as is", done.stdout)
+            self.assertTrue(show()["Reason"].startswith("fan swap, ticket 77"), show())
+            done = run("gpu-node-01", "--slurm-resume-if-clean", "--format=json")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(json.loads(done.stdout)["slurm"]["action"], "none")
+            record = show()
+            self.assertIn("DRAIN", record["State"])
+            self.assertTrue(record["Reason"].startswith("fan swap, ticket 77"), record)
+
+
+if __name__ == "__main__":
+    unittest_main.main(sys.argv[:1])
