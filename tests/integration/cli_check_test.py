@@ -16,9 +16,11 @@ Usage: cli_check_test.py AGENT SIM_LIBRARY GPUSCOPE"""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +31,7 @@ import harness  # noqa: E402
 import slurm_harness  # noqa: E402
 
 AGENT, SIM, GPUSCOPE = sys.argv[1:4]
+HEALTHCHECK = os.path.join(fleet.ROOT, "deploy", "slurm", "healthcheck.sh")
 NODES = tuple(n for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05"))
 
 
@@ -159,6 +162,49 @@ class GpuscopeCheck(unittest.TestCase):
             record = show()
             self.assertIn("DRAIN", record["State"])
             self.assertTrue(record["Reason"].startswith("fan swap, ticket 77"), record)
+
+    @unittest.skipUnless(slurm_harness.slurm_available(), "needs root and the Slurm packages")
+    def test_slurmd_runs_the_shipped_health_check_program_which_drains_and_resumes(self):
+        """deploy/slurm/healthcheck.sh as slurmd's HealthCheckProgram, every 2 s: the node drains while its
+        agent shows the faults and is resumed once it shows a healthy node again."""
+        work = tempfile.mkdtemp(prefix="gpuscope-healthcheck-")
+        try:
+            url_file = os.path.join(work, "agent-url")
+            with open(url_file, "w") as f:
+                f.write(self.urls["gpu-node-01"])
+            # slurmd runs the program with almost no environment: a wrapper names the defaults file, which
+            # brings SLURM_CONF (a real node has /etc/slurm/slurm.conf) once the cluster has written it.
+            conf_file = os.path.join(work, "slurm-conf")
+            defaults = os.path.join(work, "defaults")
+            with open(defaults, "w") as f:
+                f.write(f"GPUSCOPE={os.path.abspath(GPUSCOPE)}\nGPUSCOPE_AGENT_URL=$(cat {url_file})\n"
+                        f"GPUSCOPE_SYSLOG=0\n[ -r {conf_file} ] && SLURM_CONF=$(cat {conf_file}) && export SLURM_CONF\n")
+            wrapper = os.path.join(work, "healthcheck")
+            with open(wrapper, "w") as f:
+                f.write(f"#!/bin/sh\nexport GPUSCOPE_CHECK_DEFAULTS={defaults}\nexec {HEALTHCHECK}\n")
+            os.chmod(wrapper, 0o755)
+            cluster = slurm_harness.SlurmCluster(extra_conf=f"HealthCheckProgram={wrapper}\nHealthCheckInterval=2\n")
+            with cluster:
+                with open(conf_file, "w") as f:
+                    f.write(cluster.conf_path)
+
+                def state():
+                    line = cluster.run_client(["scontrol", "show", "node", "-o", cluster.node]).stdout
+                    return slurm_harness.parse_scontrol_record(line)
+
+                with open(url_file, "w") as f:
+                    f.write(self.urls["gpu-node-03"])
+                def drained():
+                    record = state()
+                    return record if "DRAIN" in record["State"] else None
+
+                record = harness.wait_for(drained, 30, "slurmd's health check to drain the node")
+                self.assertTrue(record.get("Reason", "").startswith("gpuscope: gpus GPU 1 "), record)
+                with open(url_file, "w") as f:
+                    f.write(self.urls["gpu-node-01"])
+                harness.wait_for(lambda: not drained(), 30, "slurmd's health check to resume the node")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
