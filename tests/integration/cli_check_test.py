@@ -8,9 +8,14 @@ off the bus with XID 79 at 120 s) must fail with exit 2 for exactly those reason
 application XIDs 13 and 31 of GPU 2; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
 trained x8 of x16) warns with exit 1; a port nobody listens on fails with exit 2 and says so.
 
+deploy/slurm/nhc/gpuscope.nhc, sourced by bash with NHC's die and log stood in for: dies with the first failing
+finding on the faults node, logs the warnings of the PCIe node, passes the healthy one.
+
 Slurm (root only, else those cases skip): --slurm-drain on the faults node drains the Slurm node with the
 failing finding as reason (scontrol show node); a clean run with --slurm-resume-if-clean resumes it; a drain
-someone else set is neither overwritten by a failing run nor resumed by a clean one.
+someone else set is neither overwritten by a failing run nor resumed by a clean one. Then slurmd itself runs
+deploy/slurm/healthcheck.sh as its HealthCheckProgram: the node drains while the agent it reads shows the
+faults and is resumed once it shows the healthy node.
 
 Usage: cli_check_test.py AGENT SIM_LIBRARY GPUSCOPE"""
 
@@ -122,6 +127,27 @@ class GpuscopeCheck(unittest.TestCase):
         self.assertRegex(done.stdout, rf"FAIL  agent +cannot read http://127\.0\.0\.1:{port}: .+")
         self.assertTrue(done.stdout.endswith("check: fail (1 failing, 0 warning, 0 passing)\n"), done.stdout)
 
+    def test_nhc_check_dies_with_the_first_failing_finding_and_logs_warnings(self):
+        """deploy/slurm/nhc/gpuscope.nhc sourced by bash as NHC sources its scripts (NHC itself is not packaged
+        in Debian: its die and log are stood in for by functions that print their arguments)."""
+        nhc = os.path.join(fleet.ROOT, "deploy", "slurm", "nhc", "gpuscope.nhc")
+
+        def run(host, *args):
+            script = ('die() { echo "die $1: $2"; return "$1"; }; log() { echo "log: $*"; }; . "$0"; '
+                      'check_gpuscope "$@"; echo "status $?"')
+            env = dict(os.environ, GPUSCOPE=os.path.abspath(GPUSCOPE), GPUSCOPE_AGENT_URL=self.urls[host])
+            return subprocess.run(["bash", "-c", script, nhc, *args], capture_output=True, text=True, env=env,
+                                  timeout=60).stdout
+
+        self.assertEqual(run("gpu-node-01", "--expect-gpus=8"), "status 0\n")
+        out = run("gpu-node-03").splitlines()
+        self.assertRegex(out[0], r"^die 1: gpuscope: gpus GPU 1 \(GPU-[0-9a-f-]+\): does not answer NVML")
+        self.assertNotIn("https://", out[0])
+        self.assertEqual(out[1], "status 1")
+        out = run("gpu-node-05").splitlines()
+        self.assertTrue(out[0].startswith("log: check_gpuscope: WARN  pcie"), out)
+        self.assertEqual(out[1], "status 0")
+
     @unittest.skipUnless(slurm_harness.slurm_available(), "needs root and the Slurm packages")
     def test_slurm_drain_and_resume_if_clean_on_a_real_slurmd(self):
         with slurm_harness.SlurmCluster() as cluster:
@@ -151,7 +177,8 @@ class GpuscopeCheck(unittest.TestCase):
             self.assertNotIn("DRAIN", show()["State"])
 
             # Someone else's drain: a failing run keeps its reason, a clean run does not resume it.
-            cluster.run_client(["scontrol", "update", f"nodename={node}", "state=drain", "reason=fan swap, ticket 77"])
+            cluster.run_client(["scontrol", "update", f"nodename={node}", "state=drain",
+                                "reason=fan swap, ticket 77"])
             done = run("gpu-node-03", "--slurm-drain")
             self.assertEqual(done.returncode, 2)
             self.assertIn("already drained by someone else (reason: fan swap, ticket 77); left as is", done.stdout)
@@ -178,12 +205,14 @@ class GpuscopeCheck(unittest.TestCase):
             defaults = os.path.join(work, "defaults")
             with open(defaults, "w") as f:
                 f.write(f"GPUSCOPE={os.path.abspath(GPUSCOPE)}\nGPUSCOPE_AGENT_URL=$(cat {url_file})\n"
-                        f"GPUSCOPE_SYSLOG=0\n[ -r {conf_file} ] && SLURM_CONF=$(cat {conf_file}) && export SLURM_CONF\n")
+                        "GPUSCOPE_SYSLOG=0\n"
+                        f"[ -r {conf_file} ] && SLURM_CONF=$(cat {conf_file}) && export SLURM_CONF\n")
             wrapper = os.path.join(work, "healthcheck")
             with open(wrapper, "w") as f:
                 f.write(f"#!/bin/sh\nexport GPUSCOPE_CHECK_DEFAULTS={defaults}\nexec {HEALTHCHECK}\n")
             os.chmod(wrapper, 0o755)
-            cluster = slurm_harness.SlurmCluster(extra_conf=f"HealthCheckProgram={wrapper}\nHealthCheckInterval=2\n")
+            cluster = slurm_harness.SlurmCluster(
+                extra_conf=f"HealthCheckProgram={wrapper}\nHealthCheckInterval=2\n")
             with cluster:
                 with open(conf_file, "w") as f:
                     f.write(cluster.conf_path)
