@@ -1,4 +1,4 @@
-// libFuzzer entry point for the text format 0.0.4 parser (see src/parsers/prom_text.h).
+// libFuzzer entry point for the text format 0.0.4 parser (see src/parsers/prom_text.h), in both modes.
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -8,9 +8,9 @@
 #include "src/core/utf8.h"
 #include "src/parsers/prom_text.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view input(reinterpret_cast<const char*>(data), size);
-  const gpuscope::PromTextParse parsed = gpuscope::ParsePromText(input);
+namespace {
+
+void CheckInvariants(const gpuscope::PromTextParse& parsed) {
   // Invariants: an error leaves no family; a success holds only valid names, valid UTF-8 label values,
   // one label set per family and no series twice.
   if (!parsed.error.empty() && !parsed.families.empty()) __builtin_trap();
@@ -28,6 +28,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       if (!series.insert(key).second) __builtin_trap();
     }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  const gpuscope::PromTextParse strict = gpuscope::ParsePromText(input);
+  CheckInvariants(strict);
+  // Reading histograms as untyped series accepts everything the strict mode does, and the same families.
+  const gpuscope::PromTextParse lenient = gpuscope::ParsePromText(input, {.histograms_as_untyped = true});
+  CheckInvariants(lenient);
+  if (strict.error.empty() && (!lenient.error.empty() || lenient.families.size() != strict.families.size())) {
+    __builtin_trap();
   }
   return 0;
 }
