@@ -7,13 +7,13 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "src/cli/prometheus_flags.h"
 #include "src/parsers/slurm_scheduler.h"
+#include "src/parsers/text.h"
 #include "src/platform/command.h"
 #include "src/platform/http_client.h"
 
@@ -74,12 +74,14 @@ bool ParseNonNegative(const std::string& text, double* out) {
   return true;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
+// "a, b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitCommas(std::string_view text) {
   std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text::Trim(text.substr(0, comma));
+    if (!item.empty()) out.emplace_back(item);
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
   }
   return out;
 }

@@ -92,5 +92,27 @@ TEST(CheckSlurm, CleanNodeIsResumedOnlyWhenGpuscopeDrainedIt) {
   EXPECT_EQ(plan.action, SlurmAction::kNone);
 }
 
+TEST(CheckCommandLine, BadFlagValuesAreUsageErrorsBeforeAnythingIsRead) {
+  const Command command = CheckCommand();
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--expect-gpus=eight"},
+                                               {"--expect-gpus=-1"},
+                                               {"--agent.timeout=0"},
+                                               {"--format=yaml"},
+                                               {"--nvlink.max-errors=-3"},
+                                               {"--pcie.busy-utilization=x"},
+                                               {"stray-argument"}}) {
+    CommandLine line;
+    ASSERT_TRUE(ParseCommandLine(args, command.flags, &line).ok()) << args[0];
+    // An unreachable agent would be exit 2 too: point at a port nobody uses so only the usage check can
+    // answer first, and tell them apart by the absence of a finding on stdout.
+    line.flags["agent.url"] = "http://127.0.0.1:1";
+    testing::internal::CaptureStdout();
+    const int code = command.run(line);
+    const std::string out = testing::internal::GetCapturedStdout();
+    EXPECT_EQ(code, kExitUsage) << args[0];
+    EXPECT_EQ(out, "") << args[0];
+  }
+}
+
 }  // namespace
 }  // namespace gpuscope
