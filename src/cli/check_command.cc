@@ -100,7 +100,6 @@ Status OptionsFromFlags(const CommandLine& line, CheckOptions* options) {
     return Status::InvalidArgument("--pcie.busy-utilization must be a percentage >= 0");
   }
   options->infiniband_ignore = SplitCommas(f.at("infiniband.ignore"));
-  options->now = UnixNow();
   return Status::Ok();
 }
 

@@ -55,6 +55,9 @@ class AgentMetrics {
     });
   }
 
+  AgentMetrics(const AgentMetrics&) = delete;  // by_name_ points into families_
+  AgentMetrics& operator=(const AgentMetrics&) = delete;
+
   bool Has(const std::string& name) const { return by_name_.count(name) != 0; }
 
   const std::vector<Sample>& Samples(const std::string& name) const {
@@ -270,7 +273,7 @@ class Evaluator {
     }
   }
 
-  std::string Ago(double timestamp) const {
+  static std::string LastAt(double timestamp) {
     if (timestamp <= 0) return "";
     const std::time_t t = static_cast<std::time_t>(timestamp);
     std::tm tm{};
@@ -297,7 +300,7 @@ class Evaluator {
         auto seen = last_seen.find(LabelOf(s, "UUID") + "/" + LabelOf(s, "pci_bus_id") + "/" + xid);
         Add("xid", CheckStatus::kFail, subject,
             "XID " + xid + " x" + FormatCount(s.value) + " (catalog action: " + action + ")" +
-                (seen == last_seen.end() ? "" : Ago(seen->second)),
+                (seen == last_seen.end() ? "" : LastAt(seen->second)),
             "GpuXidCritical");
       } else {
         other.insert(xid);

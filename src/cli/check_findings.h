@@ -44,7 +44,6 @@ struct CheckOptions {
   double nvlink_max_errors = 0;                // per link, CRC + replay + recovery since the driver loaded
   double pcie_busy_utilization = 50;           // % GPU utilisation from which a slower PCIe link counts
   std::vector<std::string> infiniband_ignore;  // "mlx5_1" (every port) or "mlx5_1:2"
-  double now = 0;                              // Unix seconds, for "how long ago" of an XID; 0: not said
 };
 
 // The findings of one exposition. Text that does not parse (or is not a gpuscope agent's) gives one fail
