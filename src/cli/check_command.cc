@@ -46,7 +46,8 @@ Status FetchMetrics(std::string url, double timeout_seconds, std::string* body) 
   Status status = HttpClient::Create(url, options, &client);
   if (!status.ok()) return status;
   HttpClientResponse response;
-  status = client->Get("/metrics", {}, &response);
+  // The text format 0.0.4, which the parser reads (not OpenMetrics).
+  status = client->Get("/metrics", {{"Accept", "text/plain;version=0.0.4"}}, &response);
   if (!status.ok()) return status;
   if (response.status != 200) {
     return Status::Unavailable("HTTP " + std::to_string(response.status) + " from /metrics");

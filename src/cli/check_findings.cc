@@ -493,7 +493,8 @@ class Evaluator {
 }  // namespace
 
 std::vector<CheckFinding> EvaluateAgentMetrics(std::string_view exposition, const CheckOptions& options) {
-  PromTextParse parsed = ParsePromText(exposition, PromTextOptions{.histograms_as_untyped = true});
+  PromTextParse parsed =
+      ParsePromText(exposition, PromTextOptions{.histograms_as_untyped = true, .mixed_label_names = true});
   const std::string runbook = options.runbook_url_base + "GpuscopeAgentDown.md";
   if (!parsed.error.empty()) {
     std::string error = parsed.error;  // names the offending line, which may be megabytes long

@@ -1,5 +1,6 @@
 #include "src/parsers/prom_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -197,7 +198,7 @@ class Parser {
     if (!state.has_samples) {
       state.has_samples = true;
       state.label_names = label_names;
-    } else {
+    } else if (!options_.mixed_label_names) {  // (mixed: each sample keeps its own labels)
       // Same names in another order are the same set: put them in the family's order.
       std::vector<std::pair<std::string, std::string>> ordered;
       for (const std::string& wanted : state.label_names) {
@@ -210,7 +211,9 @@ class Parser {
       }
       labels = std::move(ordered);
     }
-    if (!state.series.insert(labels).second) return family.name + ": the same series twice";
+    std::vector<std::pair<std::string, std::string>> key = labels;
+    if (options_.mixed_label_names) std::sort(key.begin(), key.end());
+    if (!state.series.insert(std::move(key)).second) return family.name + ": the same series twice";
     family.samples.emplace_back(Labels(std::move(labels)), *value);
     return "";
   }

@@ -16,10 +16,13 @@
 // family with different label names (the metric model keeps one label set per family). Labels keep the order
 // of the family's first sample.
 //
-// With PromTextOptions::histograms_as_untyped (for a reader that only looks up gauges and counters in a
-// whole exposition, as `gpuscope check` does the agent's), a histogram or summary TYPE is not refused: the
+// Two options for a reader that only looks up gauges and counters in a whole exposition, as `gpuscope
+// check` does the agent's: with histograms_as_untyped a histogram or summary TYPE is not refused: the
 // family is read as untyped and its lines as the plain series they are (x_bucket, x_sum and x_count each
-// a family of that name; a summary's quantile lines in x).
+// a family of that name; a summary's quantile lines in x). With mixed_label_names the samples of one family
+// may have different label names (the agent's GPU series and its MIG instances' series with GPU_I_ID in
+// one family, as dcgm-exporter writes them); each sample keeps its own labels in the order given, and
+// the same series twice (in any label order) is still refused.
 //
 // Thread-safety: pure function.
 #pragma once
@@ -39,6 +42,7 @@ struct PromTextParse {
 
 struct PromTextOptions {
   bool histograms_as_untyped = false;  // see above; the textfile collector keeps refusing them
+  bool mixed_label_names = false;      // see above; the textfile collector keeps one label set per family
 };
 
 // All of `text` or nothing: on an error `families` is empty.

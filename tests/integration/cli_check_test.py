@@ -5,7 +5,8 @@ Agents (tests/integration/fleet.py, as the demo runs them): gpu-node-01 (h100-tr
 InfiniBand fixture: two mlx5 ports Active, soft-RoCE Active, irdma0 Disabled on purpose) must pass with exit 0;
 gpu-node-03 (h100-faults.yaml at twice real speed: GPU 5's double-bit ECC error and XID 48 at 60 s, GPU 1
 off the bus with XID 79 at 120 s) must fail with exit 2 for exactly those reasons, and not for the
-application XIDs 13 and 31 of GPU 2; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
+application XIDs 13 and 31 of GPU 2; the NVLink CRC incident (its own agent at 50x) warns on the erroring
+link, then fails on its XID 74; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
 trained x8 of x16) warns with exit 1; a port nobody listens on fails with exit 2 and says so.
 
 deploy/slurm/nhc/gpuscope.nhc, sourced by bash with NHC's die and log stood in for: dies with the first failing
@@ -117,6 +118,30 @@ class GpuscopeCheck(unittest.TestCase):
         self.assertTrue(warnings, done.stdout)
         self.assertTrue(all(line.startswith("WARN  pcie") for line in warnings), done.stdout)
         self.assertIn("GpuPcieLinkDegraded.md", warnings[0])
+
+    def test_nvlink_crc_incident_warns_then_fails_on_its_xid_74(self):
+        """h100-nvlink-crc-incident.yaml at 50x: link 7 of GPU 3 takes CRC errors from 600 s (a warning),
+        the driver reports XID 74 (catalog action reset_gpu) at 900 s (a failure)."""
+        agent = harness.Agent(AGENT, SIM, os.path.join(fleet.SCENARIOS, "h100-nvlink-crc-incident.yaml"),
+                              env={"GPUSCOPE_SIM_SPEED": "50"})
+        try:
+            def report_with(status):
+                done = check(agent.url, "--format=json")
+                report = json.loads(done.stdout)
+                return report if report["verdict"] == status and report["exit_code"] == done.returncode else None
+
+            warned = harness.wait_for(lambda: report_with("warn"), 40, "the CRC errors to warn")
+            bad = [f for f in warned["findings"] if f["status"] != "pass"]
+            self.assertEqual([(f["check"], f["subject"].split(" ")[1], f["subject"].split(" ")[-1]) for f in bad],
+                             [("nvlink", "3", "7")])
+            self.assertTrue(bad[0]["runbook"].endswith("/GpuNvlinkErrorsRising.md"))
+            failed = harness.wait_for(lambda: report_with("fail"), 40, "XID 74 to fail the node")
+            xid = [f for f in failed["findings"] if f["status"] == "fail"]
+            self.assertEqual(len(xid), 1, xid)
+            self.assertRegex(xid[0]["message"], r"^XID 74 x1 \(catalog action: reset_gpu\)")
+            self.assertTrue(xid[0]["subject"].startswith("GPU 3 "))
+        finally:
+            agent.stop()
 
     def test_unreachable_agent_fails_with_the_reason(self):
         with socket.socket() as s:

@@ -125,6 +125,17 @@ TEST(CheckFindings, HealthyNodePassesEveryCheckOnceWithoutRunbooks) {
   EXPECT_EQ(findings[10].message, "1 ports Active; irdma0 port 1 disabled");
 }
 
+TEST(CheckFindings, MigNodeWithInstanceSeriesBesideGpuSeriesPasses) {
+  // The agent writes a MIG instance's series in the GPU's family, with GPU_I_PROFILE and GPU_I_ID added.
+  Exposition e = Exposition::Healthy(2);
+  e.Set("DCGM_FI_DEV_FB_FREE", "gauge", Exposition::Gpu(0), 1000);
+  e.Set("DCGM_FI_DEV_FB_FREE", "gauge", Exposition::Gpu(0, "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\""), 400);
+  e.Set("gpuscope_gpu_up", "gauge", Exposition::Gpu(0, "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\""), 1);
+  const std::vector<CheckFinding> findings = Evaluate(e);
+  EXPECT_EQ(Verdict(findings), CheckStatus::kPass) << RenderFindingsText(findings);
+  EXPECT_EQ(findings[2].message, "2 GPUs present, all answering");
+}
+
 TEST(CheckFindings, DoubleBitEccErrorFailsThatGpuWithItsRunbook) {
   Exposition e = Exposition::Healthy(8);
   e.Set("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", Exposition::Gpu(5), 1);

@@ -10,7 +10,7 @@
 
 namespace {
 
-void CheckInvariants(const gpuscope::PromTextParse& parsed) {
+void CheckInvariants(const gpuscope::PromTextParse& parsed, bool one_label_set) {
   // Invariants: an error leaves no family; a success holds only valid names, valid UTF-8 label values,
   // one label set per family and no series twice.
   if (!parsed.error.empty() && !parsed.families.empty()) __builtin_trap();
@@ -18,11 +18,11 @@ void CheckInvariants(const gpuscope::PromTextParse& parsed) {
     if (!gpuscope::IsValidMetricName(family.name) || family.samples.empty()) __builtin_trap();
     std::set<std::string> series;
     for (const gpuscope::Sample& sample : family.samples) {
-      if (sample.labels.size() != family.samples.front().labels.size()) __builtin_trap();
+      if (one_label_set && sample.labels.size() != family.samples.front().labels.size()) __builtin_trap();
       std::string key;
       for (size_t i = 0; i < sample.labels.size(); ++i) {
         const auto& [name, value] = sample.labels[i];
-        if (name != family.samples.front().labels[i].first) __builtin_trap();
+        if (one_label_set && name != family.samples.front().labels[i].first) __builtin_trap();
         if (!gpuscope::IsValidLabelName(name) || !gpuscope::IsValidUtf8(value)) __builtin_trap();
         key += name + '\xff' + value + '\xfe';
       }
@@ -36,10 +36,12 @@ void CheckInvariants(const gpuscope::PromTextParse& parsed) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   const gpuscope::PromTextParse strict = gpuscope::ParsePromText(input);
-  CheckInvariants(strict);
-  // Reading histograms as untyped series accepts everything the strict mode does, and the same families.
-  const gpuscope::PromTextParse lenient = gpuscope::ParsePromText(input, {.histograms_as_untyped = true});
-  CheckInvariants(lenient);
+  CheckInvariants(strict, true);
+  // The lenient mode (histograms as untyped series, mixed label names) accepts everything the strict mode
+  // does, with the same families.
+  const gpuscope::PromTextParse lenient =
+      gpuscope::ParsePromText(input, {.histograms_as_untyped = true, .mixed_label_names = true});
+  CheckInvariants(lenient, false);
   if (strict.error.empty() && (!lenient.error.empty() || lenient.families.size() != strict.families.size())) {
     __builtin_trap();
   }

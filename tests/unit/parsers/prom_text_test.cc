@@ -88,6 +88,31 @@ TEST(PromText, HistogramsAsUntypedReadsTheirLinesAsPlainSeries) {
   EXPECT_EQ(parsed.families[3].samples[0].value, 0.2);
 }
 
+TEST(PromText, MixedLabelNamesKeepEachSamplesLabelsAndStillRefuseARepeatedSeries) {
+  // A GPU's series and its MIG instances' in one family, as the agent writes DCGM_FI_DEV_FB_FREE.
+  const std::string text =
+      "# TYPE fb_free gauge\n"
+      "fb_free{gpu=\"0\",UUID=\"GPU-a\"} 100\n"
+      "fb_free{gpu=\"0\",UUID=\"GPU-a\",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"7\"} 10\n";
+  EXPECT_THAT(ParsePromText(text).error, HasSubstr("line 3: fb_free: samples with different label names"));
+
+  const PromTextOptions mixed{.mixed_label_names = true};
+  const PromTextParse parsed = ParsePromText(text, mixed);
+  ASSERT_EQ(parsed.error, "");
+  ASSERT_EQ(parsed.families.size(), 1u);
+  ASSERT_EQ(parsed.families[0].samples.size(), 2u);
+  EXPECT_EQ(Pairs(parsed.families[0].samples[0].labels),
+            (std::vector<std::pair<std::string, std::string>>{{"gpu", "0"}, {"UUID", "GPU-a"}}));
+  EXPECT_EQ(parsed.families[0].samples[1].labels.size(), 4u);
+  EXPECT_EQ(parsed.families[0].samples[1].value, 10);
+  // The same series again, its labels in another order, is still refused.
+  EXPECT_THAT(
+      ParsePromText(text + "fb_free{GPU_I_ID=\"7\",UUID=\"GPU-a\",GPU_I_PROFILE=\"1g.10gb\",gpu=\"0\"} 9\n",
+                    mixed)
+          .error,
+      HasSubstr("line 4: fb_free: the same series twice"));
+}
+
 TEST(PromText, EachRefusalNamesItsLineAndReturnsNoFamilies) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"a 1\nb 2 1700000000000\n", "line 2: b: explicit timestamps are not allowed"},
