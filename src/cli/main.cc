@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/cli/chargeback_command.h"
+#include "src/cli/check_command.h"
 #include "src/cli/command.h"
 #include "src/cli/command_line.h"
 #include "src/cli/inventory_command.h"
@@ -21,6 +22,7 @@ const std::vector<Command>& Commands() {
       JobCommand(),
       TopCommand(),
       ChargebackCommand(),
+      CheckCommand(),
       InventoryCommand(),
   };
   return commands;

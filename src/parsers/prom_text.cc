@@ -1,5 +1,6 @@
 #include "src/parsers/prom_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -66,6 +67,8 @@ struct FamilyState {
 
 class Parser {
  public:
+  explicit Parser(const PromTextOptions& options) : options_(options) {}
+
   PromTextParse Run(std::string_view text) {
     PromTextParse result;
     if (!IsValidUtf8(text)) {
@@ -155,6 +158,8 @@ class Parser {
       family.type = MetricType::kGauge;
     } else if (rest == "untyped") {
       family.type = MetricType::kUnknown;
+    } else if ((rest == "histogram" || rest == "summary") && options_.histograms_as_untyped) {
+      family.type = MetricType::kUnknown;
     } else if (rest == "histogram" || rest == "summary") {
       return "type " + std::string(rest) + " of " + family.name +
              " is not supported (counter, gauge and untyped are)";
@@ -193,7 +198,7 @@ class Parser {
     if (!state.has_samples) {
       state.has_samples = true;
       state.label_names = label_names;
-    } else {
+    } else if (!options_.mixed_label_names) {  // (mixed: each sample keeps its own labels)
       // Same names in another order are the same set: put them in the family's order.
       std::vector<std::pair<std::string, std::string>> ordered;
       for (const std::string& wanted : state.label_names) {
@@ -206,7 +211,9 @@ class Parser {
       }
       labels = std::move(ordered);
     }
-    if (!state.series.insert(labels).second) return family.name + ": the same series twice";
+    std::vector<std::pair<std::string, std::string>> key = labels;
+    if (options_.mixed_label_names) std::sort(key.begin(), key.end());
+    if (!state.series.insert(std::move(key)).second) return family.name + ": the same series twice";
     family.samples.emplace_back(Labels(std::move(labels)), *value);
     return "";
   }
@@ -269,12 +276,15 @@ class Parser {
     }
   }
 
+  const PromTextOptions options_;
   std::vector<MetricFamily> families_;
   std::unordered_map<std::string, FamilyState> states_;
 };
 
 }  // namespace
 
-PromTextParse ParsePromText(std::string_view text) { return Parser().Run(text); }
+PromTextParse ParsePromText(std::string_view text, const PromTextOptions& options) {
+  return Parser(options).Run(text);
+}
 
 }  // namespace gpuscope

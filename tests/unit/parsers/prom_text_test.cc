@@ -56,6 +56,63 @@ TEST(PromText, FamilyWithMetadataButNoSampleIsLeftOut) {
   EXPECT_EQ(parsed.families[0].name, "b");
 }
 
+TEST(PromText, HistogramsAsUntypedReadsTheirLinesAsPlainSeries) {
+  const std::string text =
+      "# HELP step_seconds Step time.\n"
+      "# TYPE step_seconds histogram\n"
+      "step_seconds_bucket{rank=\"0\",le=\"1\"} 2\n"
+      "step_seconds_bucket{rank=\"0\",le=\"+Inf\"} 3\n"
+      "step_seconds_sum{rank=\"0\"} 2.5\n"
+      "step_seconds_count{rank=\"0\"} 3\n"
+      "# TYPE rpc_seconds summary\n"
+      "rpc_seconds{quantile=\"0.99\"} 0.2\n"
+      "# TYPE up gauge\n"
+      "up 1\n";
+  // Without the option the histogram stays refused.
+  EXPECT_THAT(ParsePromText(text).error,
+              HasSubstr("line 2: type histogram of step_seconds is not supported"));
+
+  const PromTextParse parsed = ParsePromText(text, PromTextOptions{.histograms_as_untyped = true});
+  ASSERT_EQ(parsed.error, "");
+  std::vector<std::string> names;
+  for (const MetricFamily& family : parsed.families) {
+    names.push_back(family.name);
+    EXPECT_EQ(family.type, family.name == "up" ? MetricType::kGauge : MetricType::kUnknown) << family.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"step_seconds_bucket", "step_seconds_sum", "step_seconds_count",
+                                             "rpc_seconds", "up"}));
+  ASSERT_EQ(parsed.families[0].samples.size(), 2u);
+  EXPECT_EQ(Pairs(parsed.families[0].samples[1].labels),
+            (std::vector<std::pair<std::string, std::string>>{{"rank", "0"}, {"le", "+Inf"}}));
+  EXPECT_EQ(parsed.families[0].samples[1].value, 3);
+  EXPECT_EQ(parsed.families[3].samples[0].value, 0.2);
+}
+
+TEST(PromText, MixedLabelNamesKeepEachSamplesLabelsAndStillRefuseARepeatedSeries) {
+  // A GPU's series and its MIG instances' in one family, as the agent writes DCGM_FI_DEV_FB_FREE.
+  const std::string text =
+      "# TYPE fb_free gauge\n"
+      "fb_free{gpu=\"0\",UUID=\"GPU-a\"} 100\n"
+      "fb_free{gpu=\"0\",UUID=\"GPU-a\",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"7\"} 10\n";
+  EXPECT_THAT(ParsePromText(text).error, HasSubstr("line 3: fb_free: samples with different label names"));
+
+  const PromTextOptions mixed{.mixed_label_names = true};
+  const PromTextParse parsed = ParsePromText(text, mixed);
+  ASSERT_EQ(parsed.error, "");
+  ASSERT_EQ(parsed.families.size(), 1u);
+  ASSERT_EQ(parsed.families[0].samples.size(), 2u);
+  EXPECT_EQ(Pairs(parsed.families[0].samples[0].labels),
+            (std::vector<std::pair<std::string, std::string>>{{"gpu", "0"}, {"UUID", "GPU-a"}}));
+  EXPECT_EQ(parsed.families[0].samples[1].labels.size(), 4u);
+  EXPECT_EQ(parsed.families[0].samples[1].value, 10);
+  // The same series again, its labels in another order, is still refused.
+  EXPECT_THAT(
+      ParsePromText(text + "fb_free{GPU_I_ID=\"7\",UUID=\"GPU-a\",GPU_I_PROFILE=\"1g.10gb\",gpu=\"0\"} 9\n",
+                    mixed)
+          .error,
+      HasSubstr("line 4: fb_free: the same series twice"));
+}
+
 TEST(PromText, EachRefusalNamesItsLineAndReturnsNoFamilies) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"a 1\nb 2 1700000000000\n", "line 2: b: explicit timestamps are not allowed"},
