@@ -1,7 +1,5 @@
 #include "src/agent/agent.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +23,7 @@
 #include "src/events/classifiers/xid_catalog.h"
 #include "src/events/sources/posted_source.h"
 #include "src/node/node_state.h"
+#include "src/platform/host.h"
 #include "src/platform/memory.h"
 #include "src/sinks/prometheus/exposition.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
@@ -90,8 +89,7 @@ NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
 std::string KubernetesNodeName(const AgentConfig& config) {
   if (!config.kubernetes_node_name.empty()) return config.kubernetes_node_name;
   if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
-  char buffer[256] = {};
-  return gethostname(buffer, sizeof(buffer) - 1) == 0 ? std::string(buffer) : std::string();
+  return HostName();
 }
 
 // The JobTable's and PodTable's long-running sources; any may be absent.
@@ -196,11 +194,7 @@ void AddCollectors(const AgentConfig& config, NodeState& node, PostedEvents& tra
 // `events` stays null when no event source is configured.
 Status CreateEventPath(const AgentConfig& config, NodeState& node, const SnapshotStore& store,
                        PostedEvents& training_events, std::unique_ptr<EventPath>* events) {
-  std::string host = config.hostname;
-  if (host.empty()) {
-    char buffer[256] = {};
-    if (gethostname(buffer, sizeof(buffer) - 1) == 0) host = buffer;
-  }
+  const std::string host = config.hostname.empty() ? HostName() : config.hostname;
   return EventPath::Create(config, host, &node.xids(), &node.jobs(), &node.gpus(), &store, &training_events,
                            events);
 }

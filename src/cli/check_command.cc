@@ -1,7 +1,5 @@
 #include "src/cli/check_command.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +13,7 @@
 #include "src/parsers/slurm_scheduler.h"
 #include "src/parsers/text.h"
 #include "src/platform/command.h"
+#include "src/platform/host.h"
 #include "src/platform/http_client.h"
 
 namespace gpuscope {
@@ -23,13 +22,6 @@ namespace {
 constexpr std::chrono::milliseconds kSlurmTimeout{15000};
 constexpr size_t kMaxMetricsBytes = 64 << 20;
 constexpr size_t kMaxDrainReason = 200;
-
-std::string ShortHostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "";
-  std::string host(name);
-  return host.substr(0, host.find('.'));
-}
 
 // Reads the agent's /metrics. Ok with the body, or a reason for people.
 Status FetchMetrics(std::string url, double timeout_seconds, std::string* body) {

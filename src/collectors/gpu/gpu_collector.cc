@@ -1,7 +1,5 @@
 #include "src/collectors/gpu/gpu_collector.h"
 
-#include <unistd.h>
-
 #include <map>
 #include <utility>
 
@@ -10,18 +8,10 @@
 #include "src/core/log.h"
 #include "src/node/node_state.h"
 #include "src/parsers/pci.h"
+#include "src/platform/host.h"
 #include "src/platform/nvml/nvml_library.h"
 
 namespace gpuscope {
-namespace {
-
-std::string LocalHostname() {
-  char buffer[256] = {};
-  if (gethostname(buffer, sizeof(buffer) - 1) != 0) return "";
-  return buffer;
-}
-
-}  // namespace
 
 GpuCollector::GpuCollector(GpuCollectorOptions options)
     : options_(std::move(options)),
@@ -30,7 +20,7 @@ GpuCollector::GpuCollector(GpuCollectorOptions options)
       node_state_(options_.node_state != nullptr ? options_.node_state : own_node_state_.get()) {
   node_.compat = options_.dcgm_compat;
   node_.host.name = std::string(HostnameLabelName(options_.dcgm_compat));
-  node_.host.value = options_.hostname.empty() ? LocalHostname() : options_.hostname;
+  node_.host.value = options_.hostname.empty() ? HostName() : options_.hostname;
 }
 
 GpuCollector::~GpuCollector() { Shutdown(); }
