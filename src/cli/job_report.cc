@@ -290,7 +290,20 @@ std::string RenderJobReportText(const JobFacts& facts, const JobReport& report) 
       out << slurm.state << ", elapsed " << slurm.elapsed << ", exit code " << slurm.exit_code;
       if (slurm.gpus >= 0) out << ", " << slurm.gpus << " GPU(s) allocated";
     } else {
-      out << "(sacct not reachable: " << slurm.error << ")";
+      // sacct's own words can be long: wrapped under the column so a line fits 80 columns.
+      const std::string reason = "(sacct not reachable: " + slurm.error + ")";
+      constexpr size_t kWidth = 80 - 13;
+      for (size_t at = 0; at < reason.size();) {
+        size_t end = std::min(reason.size(), at + kWidth);
+        size_t next = end;
+        if (end < reason.size()) {
+          const size_t space = reason.rfind(' ', end);
+          if (space != std::string::npos && space > at) end = space, next = space + 1;
+        }
+        if (at > 0) out << "\n             ";
+        out << std::string_view(reason).substr(at, end - at);
+        at = next;
+      }
     }
     out << "\n";
   }

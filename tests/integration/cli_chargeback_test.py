@@ -194,67 +194,10 @@ def build_history():
     return h
 
 
-class BackfilledPrometheus:
-    """A real Prometheus ($GPUSCOPE_PROMETHEUS, else Debian's) on a TSDB that promtool filled."""
-
-    def __init__(self, openmetrics_text, extra_args=()):
-        self.extra_args = list(extra_args)
-        self.binary = os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus") or "/usr/bin/prometheus"
-        self.workdir = tempfile.mkdtemp(prefix="gpuscope-chargeback-")
-        self.data = os.path.join(self.workdir, "data")
-        source = os.path.join(self.workdir, "history.om")
-        with open(source, "w") as f:
-            f.write(openmetrics_text)
-        subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", source, self.data], check=True,
-                       capture_output=True, text=True, timeout=120)
-        self.config = os.path.join(self.workdir, "prometheus.yml")
-        with open(self.config, "w") as f:
-            f.write("global: {scrape_interval: 30s}\nscrape_configs: []\n")
-        self.port = harness.free_port()
-        self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.headers, self.context = {}, None
-        self.process = None
-        self.start()
-
-    def start(self):
-        self.process = subprocess.Popen(
-            [self.binary, f"--config.file={self.config}", f"--storage.tsdb.path={self.data}",
-             "--storage.tsdb.retention.time=10y", f"--web.listen-address=127.0.0.1:{self.port}", *self.extra_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        harness.wait_for(lambda: harness.http_get(self.url + "/-/ready")[0] == 200, 60, "Prometheus to be ready")
-
-    def halt(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=15)
-
-    def backfill_rules(self, rule_file, start, end):
-        """Evaluates `rule_file`'s recording rules over [start, end] with promtool against this server and
-        restarts it on the blocks that holds the results (promtool writes them beside, not into, the live
-        TSDB)."""
-        out = os.path.join(self.workdir, "rules-out")
-        shutil.rmtree(out, ignore_errors=True)
-        subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "rules", f"--url={self.url}", f"--start={start}",
-                        f"--end={end}", f"--output-dir={out}", rule_file], check=True, capture_output=True,
-                       text=True, timeout=120)
-        self.halt()
-        for block in os.listdir(out):
-            shutil.move(os.path.join(out, block), os.path.join(self.data, block))
-        self.start()
-
-    query = harness.Prometheus.query
-
-    def stop(self):
-        self.halt()
-        self.log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
 class GpuscopeChargeback(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.prometheus = BackfilledPrometheus(build_history().text())
+        cls.prometheus = harness.Prometheus([], openmetrics=build_history().text(), promtool=PROMTOOL)
         cls.workdir = tempfile.mkdtemp(prefix="gpuscope-chargeback-costs-")
         cls.costs = os.path.join(cls.workdir, "costs.yaml")
         with open(cls.costs, "w") as f:
@@ -422,8 +365,8 @@ class ChargebackReconcilesWithTheMixinRules(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.prometheus = BackfilledPrometheus(build_history().text(),
-                                              extra_args=[f"--query.lookback-delta={cls.LOOKBACK}s"])
+        cls.prometheus = harness.Prometheus([], openmetrics=build_history().text(), promtool=PROMTOOL,
+                                            extra_args=[f"--query.lookback-delta={cls.LOOKBACK}s"])
         try:
             with open(os.path.join(SOURCE, "deploy", "mixin", "generated", "prometheus", "recording_rules.yaml")) as f:
                 rules = {r["record"]: r for g in yaml.safe_load(f)["groups"] for r in g["rules"]}

@@ -24,10 +24,8 @@ import csv
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -183,37 +181,6 @@ def expected_gpus():
     return sorted(rows, key=lambda r: (r["serial"], r["uuid"], r["first_seen"]))
 
 
-class BackfilledPrometheus:
-    """Prometheus (Debian's, or $GPUSCOPE_PROMETHEUS) on a TSDB made by promtool from `text`, scraping nothing."""
-
-    def __init__(self, text):
-        self.workdir = tempfile.mkdtemp(prefix="gpuscope-inventory-")
-        source = os.path.join(self.workdir, "history.om")
-        with open(source, "w") as f:
-            f.write(text)
-        data = os.path.join(self.workdir, "data")
-        subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", source, data],
-                       check=True, capture_output=True, timeout=300)
-        config = os.path.join(self.workdir, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write("global: {scrape_interval: 15s}\nscrape_configs: []\n")
-        self.port = harness.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        binary = os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus") or "/usr/bin/prometheus"
-        self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
-        self.process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={data}", "--storage.tsdb.retention.time=10y",
-             f"--web.listen-address=127.0.0.1:{self.port}"], stdout=self.log, stderr=subprocess.STDOUT)
-        harness.wait_for(lambda: harness.http_get(self.url + "/-/ready")[0] == 200, 60, "Prometheus to be ready")
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=15)
-        self.log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
 def cell(value):
     """A JSON cell as the CSV writes it."""
     if value is None:
@@ -238,7 +205,7 @@ def report(url, *args):
 class InventoryOverBackfilledHistory(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.prometheus = BackfilledPrometheus(openmetrics())
+        cls.prometheus = harness.Prometheus([], openmetrics=openmetrics(), promtool=PROMTOOL)
         cls.range = [f"--from={ts(0)}", f"--to={iso(4 * D)}"]
 
     @classmethod

@@ -108,10 +108,13 @@ class Prometheus:
     appended after scrape_configs (e.g. an alerting section). config: a whole configuration file's text
     instead (targets, rule_files, scrape_extra, job_name and extra_config are then unused). Behind a
     --web.config.file (in extra_args) the test's own API calls need `headers` (basic auth) and, for TLS,
-    an ssl `context` (which makes the URL https)."""
+    an ssl `context` (which makes the URL https). openmetrics: history to start with, as OpenMetrics text
+    with timestamps, backfilled by `promtool` (tsdb create-blocks-from openmetrics) into the TSDB before
+    the server starts (kept for ten years, so old synthetic history is not dropped at once)."""
 
     def __init__(self, targets, binary=None, rule_files=(), scrape_extra="", job_name="gpu", extra_config="",
-                 port=None, config=None, extra_args=(), headers=None, context=None):
+                 port=None, config=None, extra_args=(), headers=None, context=None, openmetrics=None,
+                 promtool=None):
         self.binary = (binary or os.environ.get("GPUSCOPE_PROMETHEUS") or shutil.which("prometheus")
                        or "/usr/bin/prometheus")
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-prometheus-")
@@ -128,15 +131,51 @@ class Prometheus:
         config_path = os.path.join(self.workdir, "prometheus.yml")
         with open(config_path, "w") as f:
             f.write(config)
+        self.data = os.path.join(self.workdir, "data")
+        self.promtool = promtool or shutil.which("promtool") or "/usr/bin/promtool"
+        extra_args = list(extra_args)
+        if openmetrics is not None:
+            source = os.path.join(self.workdir, "history.om")
+            with open(source, "w") as f:
+                f.write(openmetrics)
+            subprocess.run([self.promtool, "tsdb", "create-blocks-from", "openmetrics", source, self.data],
+                           check=True, capture_output=True, text=True, timeout=300)
+            extra_args.append("--storage.tsdb.retention.time=10y")
+        self.args = [self.binary, f"--config.file={config_path}", f"--storage.tsdb.path={self.data}",
+                     f"--web.listen-address=127.0.0.1:{self.port}", *extra_args]
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
-        self.process = subprocess.Popen(
-            [self.binary, f"--config.file={config_path}", f"--storage.tsdb.path={self.workdir}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}", *extra_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
         self.headers = headers or {}
         self.context = context
         self.url = f"{'https' if context else 'http'}://127.0.0.1:{self.port}"
+        self._start()
+
+    def _start(self):
+        self.process = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(self._ready, 60, "Prometheus to be ready")
+
+    def _halt(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def backfill_rules(self, rule_file, start, end):
+        """Evaluates `rule_file`'s recording rules over [start, end] (Unix seconds) with promtool (tsdb
+        create-blocks-from rules) against this server, then restarts it on the blocks that hold the results:
+        promtool writes them beside the live TSDB, and a running server would load them only at its next
+        reload."""
+        out = os.path.join(self.workdir, "rules-out")
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([self.promtool, "tsdb", "create-blocks-from", "rules", f"--url={self.url}",
+                        f"--start={start}", f"--end={end}", f"--output-dir={out}", rule_file], check=True,
+                       capture_output=True, text=True, timeout=120)
+        self._halt()
+        for block in os.listdir(out):
+            shutil.move(os.path.join(out, block), os.path.join(self.data, block))
+        self._start()
 
     def _ready(self):
         if self.process.poll() is not None:
@@ -155,12 +194,7 @@ class Prometheus:
         return body["data"]["result"]
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        self._halt()
         self.log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

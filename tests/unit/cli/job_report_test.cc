@@ -188,6 +188,28 @@ TEST(JobReport, EightyGigabyteH100ReadsEightyGibibytes) {
   EXPECT_THAT(RenderJobReportText(facts, BuildJobReport(facts)), HasSubstr("   10 GiB    80 GiB "));
 }
 
+TEST(JobReport, ALongSacctErrorIsWrappedUnderItsColumnWithinEightyColumns) {
+  JobFacts facts = Job({Gpu("node-a", "0", 98, 0, 70000)});
+  facts.accounting.queried = true;
+  facts.accounting.error =
+      "sacct exited 1: sacct: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host "
+      "sacct: error: fetch_config: DNS SRV lookup failed";
+  const std::string text = RenderJobReportText(facts, BuildJobReport(facts));
+  EXPECT_THAT(text,
+              HasSubstr("  slurm      (sacct not reachable: sacct exited 1: sacct: error:\n"
+                        "             resolve_ctls_from_dns_srv: res_nsearch error: Unknown host sacct:\n"
+                        "             error: fetch_config: DNS SRV lookup failed)\n"));
+  for (size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    if (line.find("sacct") != std::string::npos || line.find("DNS") != std::string::npos) {
+      EXPECT_LE(line.size(), 80u) << line;
+      EXPECT_NE(line.back(), ' ') << line;
+    }
+  }
+}
+
 TEST(JobReport, TextSaysARunningJobIsReportedSoFarAndWhySacctIsMissing) {
   JobFacts facts = Job({Gpu("node-a", "0", 98, 0, 70000)});
   facts.running = true;
