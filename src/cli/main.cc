@@ -19,11 +19,7 @@ namespace {
 // The one table of commands.
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      JobCommand(),
-      TopCommand(),
-      ChargebackCommand(),
-      CheckCommand(),
-      InventoryCommand(),
+      JobCommand(), TopCommand(), ChargebackCommand(), CheckCommand(), InventoryCommand(),
   };
   return commands;
 }

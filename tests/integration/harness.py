@@ -245,6 +245,7 @@ class VictoriaMetrics:
                 out.append((series["metric"], list(zip(series["timestamps"], series["values"]))))
         return out
 
+    _halt = Prometheus._halt
     stop = Prometheus.stop  # terminates it and removes its data
 
 
