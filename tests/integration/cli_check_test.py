@@ -3,7 +3,7 @@ a real slurmctld/slurmd (tests/integration/slurm_harness.py).
 
 Agents (tests/integration/fleet.py, as the demo runs them): gpu-node-01 (h100-training.yaml with the
 InfiniBand fixture: two mlx5 ports Active, soft-RoCE Active, irdma0 Disabled on purpose) must pass with exit 0;
-gpu-node-03 (h100-faults.yaml at twice real speed: GPU 5's double-bit ECC error and XID 48 at 60 s, GPU 1
+gpu-node-03 (h100-faults.yaml at ten times real speed: GPU 5's double-bit ECC error and XID 48 at 60 s, GPU 1
 off the bus with XID 79 at 120 s) must fail with exit 2 for exactly those reasons, and not for the
 application XIDs 13 and 31 of GPU 2; the NVLink CRC incident (its own agent at 50x) warns on the erroring
 link, then fails on its XID 74; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
@@ -20,6 +20,7 @@ faults and is resumed once it shows the healthy node.
 
 Usage: cli_check_test.py AGENT SIM_LIBRARY GPUSCOPE"""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -38,7 +39,9 @@ import slurm_harness  # noqa: E402
 
 AGENT, SIM, GPUSCOPE = sys.argv[1:4]
 HEALTHCHECK = os.path.join(fleet.ROOT, "deploy", "slurm", "healthcheck.sh")
-NODES = tuple(n for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05"))
+# The faults node at 10x (the demo runs it at 2x) so its GPU 1 falls off the bus 12 s in, not 60 s.
+NODES = tuple(dataclasses.replace(n, speed=10) if n.hostname == "gpu-node-03" else n
+              for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05"))
 
 
 def check(url, *args, env=None):
@@ -64,7 +67,7 @@ class GpuscopeCheck(unittest.TestCase):
                 xids = {f["message"].split(" ")[1] for f in report["findings"] if f["check"] == "xid"}
                 return report if lost and {"48", "79"} <= xids else None
 
-            # GPU 1 falls off the bus last (120 s simulated, 60 s real); its NVML state and its XID 79 (NVML
+            # GPU 1 falls off the bus last (120 s simulated, 12 s real); its NVML state and its XID 79 (NVML
             # event, kernel log) reach the agent separately.
             harness.wait_for(faults_happened, 150, "gpu-node-03's GPU 1 to fall off the bus with XID 79")
         except BaseException:
