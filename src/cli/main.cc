@@ -1,6 +1,7 @@
 // gpuscope: the command-line reader of what the agents exported, through Prometheus. Subcommands come
 // from one table (Commands()); each names its flags, its help and the function that runs it. Exit codes:
 // 0 done, 1 the query failed or found nothing, 2 a usage error.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -28,10 +29,10 @@ std::string MainHelp() {
   std::string out =
       "gpuscope: read the GPU fleet's metrics (as gpuscope-agent exports them) from Prometheus.\n\n"
       "Usage: gpuscope COMMAND [flags] [arguments]\n\nCommands:\n";
+  size_t width = 0;
+  for (const Command& c : Commands()) width = std::max(width, c.name.size());
   for (const Command& c : Commands()) {
-    std::string left = "  " + c.name;
-    left.resize(12, ' ');
-    out += left + c.summary + "\n";
+    out += "  " + c.name + std::string(width + 2 - c.name.size(), ' ') + c.summary + "\n";
   }
   out += "\nRun 'gpuscope COMMAND --help' for a command's flags.\n";
   return out;
