@@ -417,12 +417,13 @@ class ChargebackReconcilesWithTheMixinRules(unittest.TestCase):
     def test_energy_matches_within_the_gap_the_hourly_rule_extrapolates_over(self):
         rules = self.by_account("sum_over_time(account:gpu_energy_joules:increase_1h[4h:1h]) / 3.6e6")
         # bio's job runs the whole range; node-b's 5-min gap at +3 h and each hour's edges (half an
-        # interval of extrapolation each) bound the difference. physics is not comparable this way: the
-        # rule joins gpuscope_job_info at its evaluation, so an hour's energy of a job that ended within
-        # that hour (job 102) is in no sample of the rule taken on the hour.
+        # interval of extrapolation each) bound the difference.
         bound = (250 * (300 + 2 * INTERVAL) + 250 * 4 * INTERVAL) / 3.6e6
         self.assertAlmostEqual(rules["bio"], EXPECTED["account"]["bio"]["energy_kwh"], delta=bound)
-
+        # physics: job 102 ends within an hour, and the rule keeps its last hour (it joins the job's account
+        # as it was at any time in the window); its three GPUs' hourly edges bound the difference.
+        bound = (400 + 400 + 300) * 4 * 2 * (INTERVAL / 2) / 3.6e6
+        self.assertAlmostEqual(rules["physics"], EXPECTED["account"]["physics"]["energy_kwh"], delta=bound)
 
 if __name__ == "__main__":
     unittest_main.main(argv=sys.argv[:1])

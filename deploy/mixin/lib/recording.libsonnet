@@ -148,17 +148,20 @@ function(cfg)
           expr: 'sum by (%s) (increase(%s[%s]))' % [by([]), gpuSel('gpuscope_gpu_energy_joules_total'), cfg.windows.energy],
         },
         {
+          // The job's account as it was at any time in the window (max_over_time), not only at the
+          // evaluation: a job that ended within the window keeps its last energy.
           record: 'account:gpu_energy_joules:increase_%s' % cfg.windows.energy,
           expr: |||
             sum by (%(byAccount)s) (
-              increase(%(energy)s[%(w)s]) * on (%(on)s) group_left (account) %(info)s
+              increase(%(energy)s[%(w)s]) * on (%(on)s) group_left (account) max by (%(infoBy)s) (max_over_time(%(info)s[%(w)s]))
             )
           ||| % {
             byAccount: by(['account']),
             energy: gpuSel('gpuscope_gpu_energy_joules_total', '%s!=""' % l.job),
             w: cfg.windows.energy,
             on: by([l.job]),
-            info: jobInfo(['account']),
+            infoBy: by([l.job, 'account']),
+            info: gpuSel('gpuscope_job_info'),
           },
         },
         {
