@@ -80,6 +80,7 @@ echo "== build (GCC, ASan+UBSan) =="
 "$root/scripts/build.sh" "$root/build-asan" -DGPUSCOPE_SANITIZE=ON -DGPUSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 echo "== tests under ASan+UBSan =="
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0
 run_ctest "ASan+UBSan" "$root/build-asan" --timeout 600 -L 'unit|fuzz-replay|agent'
 
 echo "== build (clang, ThreadSanitizer, -Wthread-safety) =="
