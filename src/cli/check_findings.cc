@@ -299,8 +299,14 @@ class Evaluator {
             LabelOf(s, "gpu").empty() ? "GPU at " + LabelOf(s, "pci_bus_id") : AgentMetrics::GpuSubject(s);
         auto seen = last_seen.find(LabelOf(s, "UUID") + "/" + LabelOf(s, "pci_bus_id") + "/" + xid);
         Add("xid", CheckStatus::kFail, subject,
-            "XID " + xid + " x" + FormatCount(s.value) + " (catalog action: " + action + ")" +
-                (seen == last_seen.end() ? "" : LastAt(seen->second)),
+            std::string("XID ")
+                .append(xid)
+                .append(" x")
+                .append(FormatCount(s.value))
+                .append(" (catalog action: ")
+                .append(action)
+                .append(")")
+                .append(seen == last_seen.end() ? "" : LastAt(seen->second)),
             "GpuXidCritical");
       } else {
         other.insert(xid);
@@ -437,7 +443,7 @@ class Evaluator {
 
   bool Ignored(const std::string& device, const std::string& port) const {
     for (const std::string& entry : options_.infiniband_ignore) {
-      if (entry == device || entry == device + ":" + port) return true;
+      if (entry == device || entry == std::string(device).append(":").append(port)) return true;
     }
     return false;
   }
@@ -453,7 +459,7 @@ class Evaluator {
     for (const Sample& s : m_.Samples("gpuscope_infiniband_port_state_id")) {
       const std::string device = LabelOf(s, "device");
       const std::string port = LabelOf(s, "port");
-      const std::string subject = device + " port " + port;
+      const std::string subject = std::string(device).append(" port ").append(port);
       auto phys = physical.find({device, port});
       if (s.value == 4 || s.value == 5) {  // Active, ActiveDefer
         ++active;
@@ -544,7 +550,9 @@ std::string RenderFindingsText(const std::vector<CheckFinding>& findings) {
     std::transform(status.begin(), status.end(), status.begin(), [](char c) { return c - 'a' + 'A'; });
     std::string check = f.check;
     check.resize(std::max<size_t>(check.size() + 1, 11), ' ');
-    out += status + "  " + check + (f.subject.empty() ? "" : f.subject + ": ") + f.message;
+    out.append(status).append("  ").append(check);
+    if (!f.subject.empty()) out.append(f.subject).append(": ");
+    out.append(f.message);
     if (!f.runbook.empty()) out += "  " + f.runbook;
     out += "\n";
   }

@@ -91,7 +91,7 @@ Status ParseMonth(std::string_view text, TimeRange* range) {
 }
 
 Status ParseTimestamp(std::string_view text, double* unix_seconds) {
-  const Status bad = Status::InvalidArgument(
+  Status bad = Status::InvalidArgument(
       "'" + std::string(text) +
       "' is not a time: use 2026-11-03, 2026-11-03T12:00:00Z, 2026-11-03T12:00:00+01:00 or Unix seconds");
   int64_t days = 0;
