@@ -212,13 +212,7 @@ class Alertmanager:
             return response.status
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        harness.terminate(self.process)
         self.log.close()
 
 

@@ -44,6 +44,17 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def terminate(process, timeout=15):
+    """Stops a test's server process: SIGTERM, then SIGKILL when it has not exited within `timeout` s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def http_get(url, headers=None, timeout=5, context=None):
     request = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
@@ -154,13 +165,7 @@ class Prometheus:
         wait_for(self._ready, 60, "Prometheus to be ready")
 
     def _halt(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
     def backfill_rules(self, rule_file, start, end):
         """Evaluates `rule_file`'s recording rules over [start, end] (Unix seconds) with promtool (tsdb
