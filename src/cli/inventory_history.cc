@@ -15,11 +15,6 @@
 namespace gpuscope {
 namespace {
 
-std::string NodeOf(const PromSeries& series) {
-  std::string node = series.Label("Hostname");
-  return node.empty() ? series.Label("hostname") : node;
-}
-
 std::string SlotName(const std::string& node, const std::string& gpu) { return node + "/" + gpu; }
 
 std::string Count(double value) {
@@ -60,7 +55,7 @@ std::vector<Run> RunsFromSamples(const std::vector<PromSeries>& gpu_info, double
   for (const PromSeries& s : gpu_info) {
     const std::string uuid = s.Label("UUID");
     if (uuid.empty() || s.points.empty()) continue;  // a card without a UUID cannot be followed
-    Sightings& seen = by_card_slot[{uuid, NodeOf(s), s.Label("gpu")}];
+    Sightings& seen = by_card_slot[{uuid, s.Host(), s.Label("gpu")}];
     for (const auto& [t, v] : s.points) {
       if (!std::isnan(v)) seen.times.push_back(t);
     }
@@ -145,7 +140,7 @@ struct ErrorPoint {
 std::string CardOf(const PromSeries& series, double time, const std::vector<Placement>& placements) {
   std::string uuid = series.Label("UUID");
   if (!uuid.empty()) return uuid;
-  const std::string node = NodeOf(series), pci = series.Label("pci_bus_id");
+  const std::string node = series.Host(), pci = series.Label("pci_bus_id");
   if (pci.empty()) return "";
   const Placement* best = nullptr;
   for (const Placement& p : placements) {

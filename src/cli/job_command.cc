@@ -37,11 +37,6 @@ std::string Escape(std::string_view value) {
   return escaped;
 }
 
-std::string HostOf(const PromSeries& series) {
-  std::string host = series.Label("Hostname");
-  return host.empty() ? series.Label("hostname") : host;
-}
-
 std::string GpuOf(const PromSeries& series) {
   std::string gpu = series.Label("gpu");
   if (!series.Label("GPU_I_ID").empty()) gpu += ":" + series.Label("GPU_I_ID");
@@ -49,7 +44,7 @@ std::string GpuOf(const PromSeries& series) {
 }
 
 // Identity of one GPU or MIG instance across the queries.
-std::string GpuKey(const PromSeries& series) { return HostOf(series) + "\n" + GpuOf(series); }
+std::string GpuKey(const PromSeries& series) { return series.Host() + "\n" + GpuOf(series); }
 
 // The smallest gap between consecutive samples: the scrape interval, as Prometheus saw it.
 double SampleInterval(const std::vector<std::pair<double, double>>& points) {
@@ -173,12 +168,12 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   auto gpu_of = [&](const PromSeries& one) -> JobGpuFigures& {
     JobGpuFigures& g = gpus[GpuKey(one)];
     if (g.gpu.empty()) {
-      g.hostname = HostOf(one);
+      g.hostname = one.Host();
       g.gpu = GpuOf(one);
       g.uuid = one.Label("UUID");
       g.model = one.Label("modelName");
     }
-    if (!one.Label("instance").empty()) instance_hosts[one.Label("instance")] = HostOf(one);
+    if (!one.Label("instance").empty()) instance_hosts[one.Label("instance")] = one.Host();
     return g;
   };
   auto each = [&](const std::string& expr, auto&& use) -> Status {
@@ -265,7 +260,7 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
     return Status::Ok();
   };
   status = events("gpuscope_xid_errors_total" + sel, [&](const PromSeries& one, const CounterRise& rise) {
-    JobEvent e{rise.first_time,     "xid",     HostOf(one), GpuOf(one), one.Label("xid"),
+    JobEvent e{rise.first_time,     "xid",     one.Host(), GpuOf(one), one.Label("xid"),
                one.Label("action"), rise.count};
     if (e.gpu.empty()) e.gpu = one.Label("pci_bus_id");
     facts->events.push_back(e);
@@ -273,14 +268,14 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   });
   if (!status.ok()) return status;
   status = events("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" + sel, [&](const PromSeries& one, const CounterRise& rise) {
-    facts->events.push_back({rise.first_time, "ecc_dbe", HostOf(one), GpuOf(one), "", "", rise.count});
+    facts->events.push_back({rise.first_time, "ecc_dbe", one.Host(), GpuOf(one), "", "", rise.count});
     if (gpus.count(GpuKey(one)) > 0) gpus[GpuKey(one)].ecc_dbe_errors += rise.count;
   });
   if (!status.ok()) return status;
   status = events(
       "sum without (link, counter) (gpuscope_nvlink_errors_total" + sel + ")",
       [&](const PromSeries& one, const CounterRise& rise) {
-        facts->events.push_back({rise.first_time, "nvlink", HostOf(one), GpuOf(one), "", "", rise.count});
+        facts->events.push_back({rise.first_time, "nvlink", one.Host(), GpuOf(one), "", "", rise.count});
         if (gpus.count(GpuKey(one)) > 0) gpus[GpuKey(one)].nvlink_errors += rise.count;
       });
   if (!status.ok()) return status;
@@ -314,9 +309,9 @@ Status CollectJobFacts(PrometheusClient& prometheus, const std::string& job, con
   for (const PromSeries& s : raw) {
     if (s.points.empty()) continue;
     const auto& [t, v] = s.points.back();
-    auto [it, added] = latest.try_emplace({HostOf(s), s.Label("rank")});
+    auto [it, added] = latest.try_emplace({s.Host(), s.Label("rank")});
     if (added || t > it->second.first)
-      it->second = {t, JobRank{s.Label("rank"), HostOf(s), s.Label("gpu"), v}};
+      it->second = {t, JobRank{s.Label("rank"), s.Host(), s.Label("gpu"), v}};
   }
   for (auto& [key, rank] : latest) facts->ranks.push_back(std::move(rank.second));
   std::sort(facts->ranks.begin(), facts->ranks.end(), [](const JobRank& a, const JobRank& b) {

@@ -51,8 +51,7 @@ Status QueryPanel(PrometheusClient& prometheus, const PanelSpec& spec, const std
   std::map<std::tuple<std::string, long, std::string>, GpuLine> lines;
   double largest = 0;
   for (const PromSeries& s : answer) {
-    std::string host = s.Label("Hostname");
-    if (host.empty()) host = s.Label("hostname");
+    const std::string host = s.Host();
     const std::string gpu = s.Label("gpu");
     const std::string instance = s.Label("GPU_I_ID");
     GpuLine& line = lines[{host, std::strtol(gpu.c_str(), nullptr, 10), instance}];

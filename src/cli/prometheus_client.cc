@@ -26,6 +26,11 @@ std::string PromSeries::Label(const std::string& name) const {
   return it == labels.end() ? std::string() : it->second;
 }
 
+std::string PromSeries::Host() const {
+  std::string host = Label("Hostname");
+  return host.empty() ? Label("hostname") : host;
+}
+
 std::string EncodeQueryValue(std::string_view value) {
   std::string out;
   for (unsigned char c : value) {

@@ -36,6 +36,9 @@ struct PromSeries {
   std::vector<std::pair<double, double>> points;
 
   std::string Label(const std::string& name) const;  // empty when absent
+  // The node the series belongs to: its Hostname label, else hostname (the agent's name for it with
+  // --gpu.dcgm-compat=4.9); empty when neither.
+  std::string Host() const;
 };
 
 // Parses the body of a /api/v1/query or /api/v1/query_range answer (resultType vector, matrix or

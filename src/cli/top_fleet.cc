@@ -10,12 +10,6 @@
 namespace gpuscope {
 namespace {
 
-// The node a series belongs to: the identity label is Hostname, or hostname with --gpu.dcgm-compat=4.9.
-std::string HostOf(const PromSeries& series) {
-  std::string host = series.Label("Hostname");
-  return host.empty() ? series.Label("hostname") : host;
-}
-
 // The key of a Kubernetes pod in TopNode::jobs (a Slurm job id has no '/').
 std::string PodKey(const PromSeries& series) { return series.Label("namespace") + "/" + series.Label("pod"); }
 
@@ -134,7 +128,7 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
   };
 
   for (const PromSeries& s : values) {
-    const std::string host = HostOf(s);
+    const std::string host = s.Host();
     const std::string index = s.Label("gpu");
     if (host.empty() || index.empty() || s.points.empty()) continue;
     TopNode& node = nodes[host];
@@ -171,7 +165,7 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
   // Slurm: one gpuscope_job_info per node and job; Kubernetes: one allocation per GPU (or MIG instance).
   std::map<std::pair<std::string, std::string>, TopJob> slurm_jobs;
   for (const PromSeries& s : jobs) {
-    const std::string host = HostOf(s);
+    const std::string host = s.Host();
     if (!s.Label("pod").empty()) {
       TopGpu* g = gpu(host, s.Label("gpu"));
       if (g == nullptr) continue;
@@ -192,7 +186,7 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
   }
 
   for (const PromSeries& s : idle) {
-    TopGpu* g = gpu(HostOf(s), s.Label("gpu"));
+    TopGpu* g = gpu(s.Host(), s.Label("gpu"));
     if (g != nullptr) g->allocated_idle = true;
   }
 
@@ -201,7 +195,7 @@ FleetSnapshot BuildFleetSnapshot(TopMetric metric, const std::vector<PromSeries>
   std::map<std::pair<std::string, std::string>, std::set<std::string>> gpu_alerts;
   for (const PromSeries& s : alerts) {
     const std::string name = s.Label("alertname");
-    std::string host = HostOf(s);
+    std::string host = s.Host();
     if (host.empty() && host_of_instance.count(s.Label("instance")) != 0)
       host = host_of_instance[s.Label("instance")];
     if (host.empty() || nodes.count(host) == 0) {

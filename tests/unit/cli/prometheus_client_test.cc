@@ -79,3 +79,18 @@ TEST(PrometheusClient, BadUrlIsRejectedAtCreate) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(PromSeriesTest, HostIsTheHostnameLabelElseTheDcgmCompatOne) {
+  PromSeries s;
+  EXPECT_EQ(s.Host(), "");
+  s.labels["hostname"] = "old-name";
+  EXPECT_EQ(s.Host(), "old-name");
+  s.labels["Hostname"] = "gpu-node-01";
+  EXPECT_EQ(s.Host(), "gpu-node-01");
+}
+
+}  // namespace
+}  // namespace gpuscope
