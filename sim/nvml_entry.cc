@@ -17,6 +17,7 @@
 #include "sim/control.h"
 #include "src/core/mutex.h"
 
+using gpuscope::sim::kMaxGpus;
 using gpuscope::sim::Simulator;
 using gpuscope::sim::nvml::Call;
 using gpuscope::sim::nvml::CopyString;
@@ -27,7 +28,6 @@ using gpuscope::sim::nvml::Scope;
 
 namespace {
 
-constexpr unsigned kMaxGpus = 64;
 constexpr unsigned kSlots = 8;  // the GPU and up to 7 MIG instances
 
 nvmlDevice_st g_handles[kMaxGpus][kSlots] = {};

@@ -11,7 +11,6 @@ namespace gpuscope::sim {
 namespace {
 
 constexpr size_t kMaxScenarioBytes = 1 << 20;
-constexpr size_t kMaxGpus = 64;
 constexpr size_t kMaxFaults = 4096;
 
 // Thrown inside the parser only; ParseScenario turns it into a ScenarioError.
@@ -235,7 +234,8 @@ void FinishGpu(GpuConfig& gpu, const std::string& where) {
 
 void ParseGpus(Scenario& s, const YAML::Node& node) {
   if (node.IsSequence()) {
-    if (node.size() == 0 || node.size() > kMaxGpus) Fail("gpus", "expected 1 to 64 GPUs");
+    if (node.size() == 0 || node.size() > kMaxGpus)
+      Fail("gpus", "expected 1 to " + std::to_string(kMaxGpus) + " GPUs");
     for (size_t i = 0; i < node.size(); ++i) {
       GpuConfig gpu;
       ApplyGpuKeys(gpu, node[i], "gpus[" + std::to_string(i) + "]", false);

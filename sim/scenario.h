@@ -16,6 +16,9 @@
 
 namespace gpuscope::sim {
 
+// The most GPUs one simulated node may have: an NVL72-style node (72 GPUs) and room beyond it.
+inline constexpr unsigned kMaxGpus = 128;
+
 inline constexpr double kForever = std::numeric_limits<double>::infinity();
 
 enum class WorkloadKind { kIdle, kTraining, kInference };
