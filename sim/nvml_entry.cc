@@ -9,6 +9,7 @@
 // shared_ptr: nvmlShutdown drops it, calls in flight keep their copy until they return.
 #include "sim/nvml_entry.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>  // std::once_flag
@@ -37,6 +38,23 @@ gpuscope::Mutex g_mu;
 std::shared_ptr<Simulator> g_sim GUARDED_BY(g_mu);
 int g_refs GUARDED_BY(g_mu) = 0;
 
+}  // namespace
+
+// A simulated node of the fleet runner (sim/control.h): its scenario and clock, and the Simulator between
+// its first nvmlInit_v2 and its last nvmlShutdown.
+struct gpuscopeSimNode {
+  gpuscope::sim::Scenario scenario;
+  gpuscope::sim::TimeBase time;
+  gpuscope::Mutex mu;
+  std::shared_ptr<Simulator> sim GUARDED_BY(mu);
+  int refs GUARDED_BY(mu) = 0;
+};
+
+namespace {
+
+// The node the calling thread's NVML calls go to; null: the process's own simulator.
+thread_local gpuscopeSimNode* t_node = nullptr;
+
 bool Resolve(nvmlDevice_t device, unsigned& gpu, int& mig) {
   const auto first = reinterpret_cast<uintptr_t>(&g_handles[0][0]);
   const auto p = reinterpret_cast<uintptr_t>(device);
@@ -60,6 +78,10 @@ nvmlDevice_t Handle(unsigned gpu, int mig) {
 }
 
 std::shared_ptr<Simulator> Current() {
+  if (gpuscopeSimNode* node = t_node) {
+    gpuscope::MutexLock lock(&node->mu);
+    return node->sim;
+  }
   gpuscope::MutexLock lock(&g_mu);
   return g_sim;
 }
@@ -103,7 +125,46 @@ SIM_EXPORT void gpuscopeSimSetTime(double seconds) {
   if (auto sim = Current()) sim->SetFrozenTime(seconds);
 }
 
+SIM_EXPORT gpuscopeSimNode* gpuscopeSimNodeCreate(const char* scenario_yaml, unsigned long long seed,
+                                                  double start_offset, char* error, unsigned error_size) {
+  auto fail = [&](const std::string& message) -> gpuscopeSimNode* {
+    if (error != nullptr && error_size > 0) {
+      const size_t n = std::min<size_t>(message.size(), error_size - 1);
+      std::memcpy(error, message.data(), n);
+      error[n] = '\0';
+    }
+    return nullptr;
+  };
+  if (scenario_yaml == nullptr) return fail("no scenario");
+  if (!(start_offset >= 0)) return fail("start_offset must be a non-negative number of seconds");
+  auto parsed = gpuscope::sim::ParseScenario(scenario_yaml);
+  if (auto* bad = std::get_if<gpuscope::sim::ScenarioError>(&parsed)) return fail(bad->message);
+  auto node = std::make_unique<gpuscopeSimNode>();
+  node->scenario = std::move(std::get<gpuscope::sim::Scenario>(parsed));
+  node->scenario.seed = seed;
+  node->scenario.kernel_log.clear();
+  node->scenario.proc_processes = {};
+  node->time = {.speed = node->scenario.speed, .start_offset = start_offset, .frozen = std::nullopt};
+  return node.release();
+}
+
+SIM_EXPORT void gpuscopeSimNodeDestroy(gpuscopeSimNode* node) {
+  if (node == nullptr) return;
+  {
+    gpuscope::MutexLock lock(&node->mu);
+    if (node->sim) node->sim->Shutdown();  // wakes calls hung in a simulated hang
+  }
+  delete node;
+}
+
+SIM_EXPORT void gpuscopeSimBindThread(void* node) { t_node = static_cast<gpuscopeSimNode*>(node); }
+
 SIM_EXPORT nvmlReturn_t nvmlInit_v2() {
+  if (gpuscopeSimNode* node = t_node) {
+    gpuscope::MutexLock lock(&node->mu);
+    if (node->refs++ == 0) node->sim = std::make_shared<Simulator>(node->scenario, node->time);
+    return NVML_SUCCESS;
+  }
   gpuscope::MutexLock lock(&g_mu);
   if (g_refs > 0) {
     ++g_refs;
@@ -120,6 +181,15 @@ SIM_EXPORT nvmlReturn_t nvmlInit_v2() {
 }
 
 SIM_EXPORT nvmlReturn_t nvmlShutdown() {
+  if (gpuscopeSimNode* node = t_node) {
+    gpuscope::MutexLock lock(&node->mu);
+    if (node->refs == 0) return NVML_ERROR_UNINITIALIZED;
+    if (--node->refs == 0) {
+      node->sim->Shutdown();
+      node->sim.reset();
+    }
+    return NVML_SUCCESS;
+  }
   gpuscope::MutexLock lock(&g_mu);
   if (g_refs == 0) return NVML_ERROR_UNINITIALIZED;
   if (--g_refs == 0) {

@@ -32,6 +32,7 @@ CollectorRegistry MakeBuiltins() {
        [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
          GpuCollectorOptions options;
          options.nvml_library = config.nvml_library;
+         options.nvml = context.nvml;
          options.call_deadline = config.nvml_call_deadline;
          options.node_state = context.node;
          if (!config.hostname.empty()) options.hostname = config.hostname;

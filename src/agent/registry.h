@@ -19,6 +19,7 @@
 namespace gpuscope {
 
 class NodeState;
+class NvmlLibrary;
 class SpanExporter;
 class PostedEvents;
 
@@ -32,6 +33,9 @@ struct CollectorContext {
   // Where the training collector's hung ranks go as training_hang events (the event path's "training"
   // source reads them); may be null (no events raised). Outlives the collectors.
   PostedEvents* training_events = nullptr;
+  // The NVML library the GPU collector uses, opened by the caller (the fleet runner binds one per
+  // simulated node); null: the collector opens --nvml.library itself.
+  std::shared_ptr<NvmlLibrary> nvml;
 };
 
 struct CollectorEntry {

@@ -44,9 +44,11 @@ void GpuCollector::Shutdown() {
 }
 
 Status GpuCollector::Init() {
-  std::shared_ptr<NvmlLibrary> nvml;
-  Status status = NvmlLibrary::Open(options_.nvml_library, &nvml);
-  if (!status.ok()) return status;
+  std::shared_ptr<NvmlLibrary> nvml = options_.nvml;
+  if (!nvml) {
+    Status status = NvmlLibrary::Open(options_.nvml_library, &nvml);
+    if (!status.ok()) return status;
+  }
   nvmlReturn_t r = nvml->nvmlInit_v2();
   if (r != NVML_SUCCESS) return Status::Unavailable("nvmlInit_v2: " + nvml->ErrorString(r));
 

@@ -40,6 +40,9 @@ struct GpuInventory;
 
 struct GpuCollectorOptions {
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml.library
+  // An NVML library opened by the caller (the fleet runner's per-node binding); null: nvml_library is
+  // opened at init.
+  std::shared_ptr<NvmlLibrary> nvml;
   // A GPU whose collection has not finished by then is reported gpuscope_gpu_up 0 for the cycle.
   std::chrono::milliseconds call_deadline{2000};
   std::string hostname;  // empty: gethostname()

@@ -34,6 +34,22 @@ Status NvmlLibrary::Open(const std::string& path, std::shared_ptr<NvmlLibrary>* 
   return Status::Ok();
 }
 
+Status NvmlLibrary::OpenBound(const std::string& path, const char* bind_symbol, void* context,
+                              std::shared_ptr<NvmlLibrary>* out) {
+  std::shared_ptr<NvmlLibrary> library;
+  Status status = Open(path, &library);
+  if (!status.ok()) return status;
+  void* bind = dlsym(library->handle_, bind_symbol);
+  if (bind == nullptr) {
+    return Status::Unavailable("NVML library " + path + " does not export " + bind_symbol +
+                               ": it cannot serve several simulated nodes");
+  }
+  library->bind_ = reinterpret_cast<void (*)(void*)>(bind);
+  library->context_ = context;
+  *out = std::move(library);
+  return Status::Ok();
+}
+
 NvmlLibrary::NvmlLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
 
 NvmlLibrary::~NvmlLibrary() { dlclose(handle_); }

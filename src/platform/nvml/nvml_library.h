@@ -40,6 +40,13 @@ class NvmlLibrary {
   // in `*out` and returns Ok; on failure returns Unavailable with the dlerror() text and leaves `*out`
   // untouched. Does not call nvmlInit_v2.
   static Status Open(const std::string& path, std::shared_ptr<NvmlLibrary>* out);
+  // The library at `path`, every call through this instance made on behalf of `context`: before each
+  // call the calling thread is bound to it with the library's exported `bind_symbol`, a `void(void*)`.
+  // The simulator's gpuscopeSimBindThread (sim/control.h) makes one loaded simulator answer as many
+  // simulated nodes in one process (the fleet runner), while the agent's threads stay unaware of nodes.
+  // Unavailable when the library cannot be loaded or lacks `bind_symbol`.
+  static Status OpenBound(const std::string& path, const char* bind_symbol, void* context,
+                          std::shared_ptr<NvmlLibrary>* out);
 
   // Closes the library (dlclose). Does not call nvmlShutdown.
   ~NvmlLibrary();
@@ -56,7 +63,9 @@ class NvmlLibrary {
 #define GPUSCOPE_NVML_MEMBER(name, params, args)                                 \
   nvmlReturn_t name params const {                                               \
     auto* fn = reinterpret_cast<decltype(&::name)>(Resolve(NvmlFunction::name)); \
-    return fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn args;              \
+    if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;                     \
+    if (bind_ != nullptr) bind_(context_);                                       \
+    return fn args;                                                              \
   }
   GPUSCOPE_NVML_FUNCTIONS(GPUSCOPE_NVML_MEMBER)
 #undef GPUSCOPE_NVML_MEMBER
@@ -75,6 +84,8 @@ class NvmlLibrary {
 
   void* handle_;
   std::string path_;
+  void (*bind_)(void*) = nullptr;  // OpenBound: binds the calling thread to context_ before each call
+  void* context_ = nullptr;
   // nullptr: not resolved yet; kMissing: resolved and absent; otherwise the address.
   mutable std::array<std::atomic<void*>, static_cast<size_t>(NvmlFunction::kCount)> symbols_{};
   mutable std::atomic<void*> error_string_{nullptr};
