@@ -21,12 +21,13 @@ extern "C" {
 void gpuscopeSimSetTime(double seconds);
 
 struct gpuscopeSimNode;
-// A node answering from the scenario `scenario_yaml` (the text of a scenario file), with `seed` and
-// `start_offset` (simulated seconds at its nvmlInit_v2) in place of the file's, no kernel log and no real
-// processes. Null when the scenario is invalid, with the reason copied into `error` (NUL-terminated,
-// truncated to `error_size` bytes; `error` may be null).
+// A node answering from the scenario `scenario_yaml` (the text of a scenario file), with `seed`,
+// `start_offset` (simulated seconds at its nvmlInit_v2) and, when `speed` > 0, `speed` (simulated seconds
+// per real second) in place of the file's; no kernel log and no real processes. Null when the scenario is
+// invalid, with the reason copied into `error` (NUL-terminated, truncated to `error_size` bytes; `error` may
+// be null).
 gpuscopeSimNode* gpuscopeSimNodeCreate(const char* scenario_yaml, unsigned long long seed,
-                                       double start_offset, char* error, unsigned error_size);
+                                       double start_offset, double speed, char* error, unsigned error_size);
 // Frees a node; no thread may use it any more (its agent's collectors have stopped).
 void gpuscopeSimNodeDestroy(gpuscopeSimNode* node);
 // Binds the calling thread to `node` (a gpuscopeSimNode*; null: the process's own simulator).

@@ -126,7 +126,8 @@ SIM_EXPORT void gpuscopeSimSetTime(double seconds) {
 }
 
 SIM_EXPORT gpuscopeSimNode* gpuscopeSimNodeCreate(const char* scenario_yaml, unsigned long long seed,
-                                                  double start_offset, char* error, unsigned error_size) {
+                                                  double start_offset, double speed, char* error,
+                                                  unsigned error_size) {
   auto fail = [&](const std::string& message) -> gpuscopeSimNode* {
     if (error != nullptr && error_size > 0) {
       const size_t n = std::min<size_t>(message.size(), error_size - 1);
@@ -137,6 +138,7 @@ SIM_EXPORT gpuscopeSimNode* gpuscopeSimNodeCreate(const char* scenario_yaml, uns
   };
   if (scenario_yaml == nullptr) return fail("no scenario");
   if (!(start_offset >= 0)) return fail("start_offset must be a non-negative number of seconds");
+  if (!(speed >= 0) || speed > 1e6) return fail("speed must be a positive number (0: the scenario's)");
   auto parsed = gpuscope::sim::ParseScenario(scenario_yaml);
   if (auto* bad = std::get_if<gpuscope::sim::ScenarioError>(&parsed)) return fail(bad->message);
   auto node = std::make_unique<gpuscopeSimNode>();
@@ -144,7 +146,9 @@ SIM_EXPORT gpuscopeSimNode* gpuscopeSimNodeCreate(const char* scenario_yaml, uns
   node->scenario.seed = seed;
   node->scenario.kernel_log.clear();
   node->scenario.proc_processes = {};
-  node->time = {.speed = node->scenario.speed, .start_offset = start_offset, .frozen = std::nullopt};
+  node->time = {.speed = speed > 0 ? speed : node->scenario.speed,
+                .start_offset = start_offset,
+                .frozen = std::nullopt};
   return node.release();
 }
 

@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include "sim/control.h"
@@ -109,7 +111,7 @@ Status FleetRunner::State::CreateNode(int index, size_t group) {
   const double spread_s = std::chrono::duration<double>(d.start_offset_spread).count();
   const double offset = scenario.start_offset + spread_s * sim::Unit(seed, 0x6f6666, 0, 0);
   char why[512] = {};
-  node.sim = create_node(scenario.text.c_str(), seed, offset, why, sizeof(why));
+  node.sim = create_node(scenario.text.c_str(), seed, offset, options.speed, why, sizeof(why));
   if (node.sim == nullptr) return Status::InvalidArgument(node.hostname + ": " + why);
 
   AgentNodeSeams seams;
@@ -170,9 +172,17 @@ void FleetRunner::State::WriteRecords(const std::vector<int>& changed) {
 void FleetRunner::State::StopAll() {
   if (stopped) return;
   stopped = true;
-  for (Node& node : nodes) {
-    if (node.agent) node.agent->Stop();
+  // Each agent's stop waits up to about a second for its event and worker threads: stop them side by side.
+  constexpr size_t kStoppers = 64;
+  std::vector<std::thread> stoppers;
+  for (size_t t = 0; t < std::min(kStoppers, nodes.size()); ++t) {
+    stoppers.emplace_back([this, t] {
+      for (size_t i = t; i < nodes.size(); i += kStoppers) {
+        if (nodes[i].agent) nodes[i].agent->Stop();
+      }
+    });
   }
+  for (std::thread& stopper : stoppers) stopper.join();
   // The agents (and the NVML bindings their collectors hold) go before the simulated nodes they call.
   for (Node& node : nodes) node.agent.reset();
   for (Node& node : nodes) {

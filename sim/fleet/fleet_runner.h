@@ -26,6 +26,7 @@ struct FleetOptions {
   std::string state_dir;         // per node: <state_dir>/<hostname>/{mapping,state,devices}
   std::string listen_host = "127.0.0.1";
   int base_port = 0;    // node i listens on base_port + i; 0: an ephemeral port each
+  double speed = 0;     // simulated seconds per real second on every node; 0: each scenario's
   std::string file_sd;  // written (atomically) once every node listens; empty: none
   AgentConfig agent;    // settings every node shares; the runner sets the per-node ones
 };

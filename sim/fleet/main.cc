@@ -53,6 +53,7 @@ constexpr const char* kUsage =
     "                          under $TMPDIR, removed at exit)\n"
     "  --nvml.library PATH     the simulator library (default: libnvidia-ml.so.1 beside this program's\n"
     "                          folder, as in the build tree)\n"
+    "  --speed N               simulated seconds per real second on every node (default: each scenario's)\n"
     "  --duration D            stop after D (default: run until SIGTERM or SIGINT)\n"
     "  --log.level LEVEL       debug, info, warn, error (default info)\n"
     "  --version, --help\n"
@@ -79,6 +80,7 @@ struct Flags {
   std::string state_dir;
   std::string nvml_library;
   std::chrono::milliseconds duration{0};
+  double speed = 0;
   std::string log_level = "info";
   std::vector<std::string> agent_flags;
   bool help = false;
@@ -123,7 +125,7 @@ Status ParseFlags(const std::vector<std::string>& args, Flags* flags) {
     }
     static const char* kOwn[] = {"--nodes",          "--fleet",     "--scenario",  "--file-sd",
                                  "--listen-address", "--base-port", "--state-dir", "--nvml.library",
-                                 "--duration",       "--log.level"};
+                                 "--duration",       "--log.level", "--speed"};
     bool own = false;
     for (const char* o : kOwn) own = own || name == o;
     if (!own) {
@@ -153,6 +155,12 @@ Status ParseFlags(const std::vector<std::string>& args, Flags* flags) {
       flags->nvml_library = value;
     } else if (name == "--duration") {
       status = gpuscope::ParseDurationSetting(value, name, &flags->duration);
+    } else if (name == "--speed") {
+      char* end = nullptr;
+      flags->speed = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(flags->speed > 0) || flags->speed > 1e6) {
+        status = Status::InvalidArgument("--speed: expected a positive number, got '" + value + "'");
+      }
     } else if (name == "--log.level") {
       flags->log_level = value;
     }
@@ -194,6 +202,7 @@ Status BuildOptions(const Flags& flags, FleetOptions* options) {
   options->state_dir = flags.state_dir;
   options->listen_host = flags.listen_host;
   options->base_port = flags.base_port;
+  options->speed = flags.speed;
   if (flags.base_port > 0 && flags.base_port + d.nodes - 1 > 65535) {
     return Status::InvalidArgument("--base-port: " + std::to_string(d.nodes) + " nodes from port " +
                                    std::to_string(flags.base_port) + " run past 65535");

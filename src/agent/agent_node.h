@@ -4,8 +4,8 @@
 // to the process (signals, log settings, --print-metrics-docs). The fleet runner (sim/fleet/) runs many in
 // one process, each with its own config (Hostname, port, state directory) and its own NVML binding.
 //
-// Thread-safety: Create, Start, RunOnce, RescanMappings and Stop from one owning thread; port() from any
-// thread after Start.
+// Thread-safety: Create, Start, RunOnce, RescanMappings and Stop one at a time (not concurrently); port()
+// from any thread after Start.
 #pragma once
 
 #include <memory>

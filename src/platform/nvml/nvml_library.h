@@ -44,7 +44,8 @@ class NvmlLibrary {
   // call the calling thread is bound to it with the library's exported `bind_symbol`, a `void(void*)`.
   // The simulator's gpuscopeSimBindThread (sim/control.h) makes one loaded simulator answer as many
   // simulated nodes in one process (the fleet runner), while the agent's threads stay unaware of nodes.
-  // Unavailable when the library cannot be loaded or lacks `bind_symbol`.
+  // Unavailable when the library cannot be loaded or lacks `bind_symbol`. A thread stays bound after a
+  // call through a bound instance, so a process uses either bound instances of a library or plain ones.
   static Status OpenBound(const std::string& path, const char* bind_symbol, void* context,
                           std::shared_ptr<NvmlLibrary>* out);
 

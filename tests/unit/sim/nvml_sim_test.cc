@@ -789,4 +789,90 @@ TEST_F(SimNvml, BadScenarioGivesAClearErrorNotACrash) {
   EXPECT_STREQ(nvmlErrorString(NVML_ERROR_GPU_IS_LOST), "GPU is lost");
 }
 
+// The fleet runner's nodes: each its own scenario, seed and clock; a thread's calls go to the node it is
+// bound to, an unbound thread's to the process's simulator; init and shutdown count per node.
+TEST_F(SimNvml, BoundThreadsAnswerFromTheirOwnNodeAndUnboundOnesFromTheProcesssSimulator) {
+  const std::string two = "gpus: {count: 2, model: h100-sxm}\n";
+  const std::string three = "gpus: {count: 3, model: h200}\n";
+  gpuscopeSimNode* a = gpuscopeSimNodeCreate(two.c_str(), 11, 0, 0, nullptr, 0);
+  gpuscopeSimNode* b = gpuscopeSimNodeCreate(three.c_str(), 12, 0, 0, nullptr, 0);
+  gpuscopeSimNode* a_twin = gpuscopeSimNodeCreate(two.c_str(), 13, 0, 0, nullptr, 0);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(a_twin, nullptr);
+
+  auto count_and_uuid = [](gpuscopeSimNode* node, unsigned* count, std::string* uuid) {
+    gpuscopeSimBindThread(node);
+    ASSERT_EQ(nvmlDeviceGetCount_v2(count), NVML_SUCCESS);
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    ASSERT_EQ(nvmlDeviceGetUUID(Dev(0), text, sizeof(text)), NVML_SUCCESS);
+    *uuid = text;
+  };
+  for (gpuscopeSimNode* node : {a, b, a_twin}) {
+    gpuscopeSimBindThread(node);
+    ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  }
+  unsigned count_a = 0, count_b = 0, count_twin = 0;
+  std::string uuid_a, uuid_b, uuid_twin;
+  count_and_uuid(a, &count_a, &uuid_a);
+  count_and_uuid(b, &count_b, &uuid_b);
+  count_and_uuid(a_twin, &count_twin, &uuid_twin);
+  EXPECT_EQ(count_a, 2u);
+  EXPECT_EQ(count_b, 3u);
+  EXPECT_EQ(count_twin, 2u);
+  EXPECT_NE(uuid_a, uuid_twin) << "same scenario, other seed: other identities";
+  // Another thread bound to `b` meanwhile does not move this one.
+  std::thread([&] {
+    unsigned n = 0;
+    std::string u;
+    count_and_uuid(b, &n, &u);
+    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(u, uuid_b);
+  }).join();
+  unsigned again = 0;
+  std::string same;
+  count_and_uuid(a, &again, &same);
+  EXPECT_EQ(same, uuid_a);
+
+  // Unbound: the process's own simulator, not initialised here.
+  gpuscopeSimBindThread(nullptr);
+  unsigned count = 0;
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+
+  // Per-node reference counts: a second init needs a second shutdown.
+  gpuscopeSimBindThread(a);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
+  EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+  gpuscopeSimBindThread(b);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_SUCCESS) << "shutting node a down left b running";
+
+  gpuscopeSimBindThread(nullptr);
+  gpuscopeSimNodeDestroy(a);
+  gpuscopeSimNodeDestroy(b);  // still initialised: destroying it shuts it down
+  gpuscopeSimNodeDestroy(a_twin);
+  gpuscopeSimNodeDestroy(nullptr);
+}
+
+TEST_F(SimNvml, ANodeWithAnInvalidScenarioIsRefusedWithTheReason) {
+  char error[256] = {};
+  EXPECT_EQ(gpuscopeSimNodeCreate("gpus: {count: 2, model: h100-sxm}\ncolour: red\n", 1, 0, 0, error,
+                                  sizeof(error)),
+            nullptr);
+  EXPECT_NE(std::string(error).find("colour"), std::string::npos) << error;
+  char tiny[8] = {};
+  EXPECT_EQ(gpuscopeSimNodeCreate("gpus: 3\n", 1, 0, 0, tiny, sizeof(tiny)), nullptr);
+  EXPECT_EQ(std::string(tiny).size(), 7u) << "truncated to the buffer, terminated";
+  EXPECT_EQ(gpuscopeSimNodeCreate(nullptr, 1, 0, 0, error, sizeof(error)), nullptr);
+  EXPECT_EQ(gpuscopeSimNodeCreate("gpus: {count: 1, model: h100-sxm}\n", 1, -5, 0, error, sizeof(error)),
+            nullptr);
+  EXPECT_NE(std::string(error).find("start_offset"), std::string::npos) << error;
+  EXPECT_EQ(gpuscopeSimNodeCreate("gpus: {count: 1, model: h100-sxm}\n", 1, 0, -1, error, sizeof(error)),
+            nullptr);
+  EXPECT_NE(std::string(error).find("speed"), std::string::npos) << error;
+}
+
 }  // namespace

@@ -1,7 +1,10 @@
 #include "src/platform/nvml/nvml_library.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace gpuscope {
 namespace {
@@ -72,6 +75,55 @@ TEST(NvmlLibraryTest, FunctionAndReturnNamesMatchNvml) {
   EXPECT_EQ(NvmlFunctionName(NvmlFunction::nvmlGpmMetricsGet), "nvmlGpmMetricsGet");
   EXPECT_EQ(NvmlReturnName(NVML_ERROR_GPU_IS_LOST), "NVML_ERROR_GPU_IS_LOST");
   EXPECT_EQ(NvmlReturnName(NVML_ERROR_FUNCTION_NOT_FOUND), "NVML_ERROR_FUNCTION_NOT_FOUND");
+}
+
+TEST(NvmlLibraryTest, OpenBoundWithoutTheBindSymbolIsUnavailableAndNamesIt) {
+  std::shared_ptr<NvmlLibrary> nvml;
+  Status status = NvmlLibrary::OpenBound(GPUSCOPE_FAKE_NVML_PATH, "gpuscopeSimBindThread", nullptr, &nvml);
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("does not export gpuscopeSimBindThread"));
+  EXPECT_EQ(nvml, nullptr);
+}
+
+// The fleet runner's binding, on the real simulator: each bound instance's calls reach its own node
+// whichever thread makes them and in whatever order.
+TEST(NvmlLibraryTest, EachBoundInstanceCallsOnBehalfOfItsOwnContext) {
+  void* sim = dlopen(GPUSCOPE_SIM_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(sim, nullptr) << dlerror();
+  using Create = void* (*)(const char*, unsigned long long, double, double, char*, unsigned);
+  using Destroy = void (*)(void*);
+  auto create = reinterpret_cast<Create>(dlsym(sim, "gpuscopeSimNodeCreate"));
+  auto destroy = reinterpret_cast<Destroy>(dlsym(sim, "gpuscopeSimNodeDestroy"));
+  ASSERT_NE(create, nullptr);
+  ASSERT_NE(destroy, nullptr);
+  void* two = create("gpus: {count: 2, model: h100-sxm}\n", 1, 0, 0, nullptr, 0);
+  void* five = create("gpus: {count: 5, model: h100-sxm}\n", 2, 0, 0, nullptr, 0);
+  ASSERT_NE(two, nullptr);
+  ASSERT_NE(five, nullptr);
+  {
+    std::shared_ptr<NvmlLibrary> a, b;
+    ASSERT_TRUE(NvmlLibrary::OpenBound(GPUSCOPE_SIM_NVML_PATH, "gpuscopeSimBindThread", two, &a).ok());
+    ASSERT_TRUE(NvmlLibrary::OpenBound(GPUSCOPE_SIM_NVML_PATH, "gpuscopeSimBindThread", five, &b).ok());
+    ASSERT_EQ(a->nvmlInit_v2(), NVML_SUCCESS);
+    ASSERT_EQ(b->nvmlInit_v2(), NVML_SUCCESS);
+    auto count = [](const NvmlLibrary& nvml) {
+      unsigned n = 0;
+      EXPECT_EQ(nvml.nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+      return n;
+    };
+    EXPECT_EQ(count(*a), 2u);
+    EXPECT_EQ(count(*b), 5u);
+    EXPECT_EQ(count(*a), 2u);
+    std::thread([&] {
+      EXPECT_EQ(count(*b), 5u);
+      EXPECT_EQ(count(*a), 2u);
+    }).join();
+    EXPECT_EQ(a->nvmlShutdown(), NVML_SUCCESS);
+    EXPECT_EQ(b->nvmlShutdown(), NVML_SUCCESS);
+  }
+  destroy(two);
+  destroy(five);
+  dlclose(sim);
 }
 
 }  // namespace
