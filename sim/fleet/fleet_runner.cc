@@ -238,7 +238,17 @@ std::unique_ptr<FleetRunner> FleetRunner::Start(FleetOptions options, Status* st
   // Jobs before the first GPU cycle, as on a cluster where the agent starts on a busy node.
   s.jobs = std::make_unique<JobMix>(d.jobs, d.nodes, static_cast<uint64_t>(d.seed));
   s.WriteRecords(s.jobs->Advance(std::chrono::milliseconds(0)));
+  // Agents on a real cluster do not start in the same millisecond: spreading the starts over one GPU
+  // interval (at most 15 s) spreads every later cycle too, and the first cycles' catch-up of each node's
+  // simulated clock does not pile onto one moment.
+  const auto gpu = s.options.agent.collectors.find("gpu");
+  const auto spread = std::min<std::chrono::milliseconds>(
+      gpu != s.options.agent.collectors.end() ? gpu->second.interval : std::chrono::seconds(15),
+      std::chrono::seconds(15));
+  const auto step =
+      s.nodes.empty() ? std::chrono::milliseconds(0) : spread / static_cast<long>(s.nodes.size());
   for (State::Node& node : s.nodes) {
+    if (&node != &s.nodes.front()) std::this_thread::sleep_for(step);
     *status = node.agent->Start();
     if (!status->ok()) {
       *status = Status::Internal(node.hostname + ": " + status->ToString());

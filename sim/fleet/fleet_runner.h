@@ -40,7 +40,8 @@ std::string RenderFileSd(const std::vector<FleetTarget>& targets);
 
 class FleetRunner {
  public:
-  // Creates the simulated nodes and starts their agents, then writes the file_sd file. Null with the
+  // Creates the simulated nodes and starts their agents, spread over one GPU collector interval (at most
+  // 15 s), then writes the file_sd file. Null with the
   // reason in *status when a scenario, the simulator library or a node cannot be set up (what started is
   // stopped again).
   static std::unique_ptr<FleetRunner> Start(FleetOptions options, Status* status);
