@@ -7,8 +7,10 @@
 # arrive and, after a few minutes, the firing alerts, the latest traced slow training step and `gpuscope job`'s
 # report of the idle job 4104 (when the gpuscope command is built). Ctrl-C stops
 # everything and removes the temporary files.
-# Usage: scripts/demo.sh [--build DIR] [--fast] [--speed N] [--alerts-after SECONDS] [--once]
+# Usage: scripts/demo.sh [--build DIR] [--fleet [N]] [--fast] [--speed N] [--alerts-after SECONDS] [--once]
 #   --build DIR  build folder with gpuscope-agent and the simulator (default build/; scripts/run.sh builds it)
+#   --fleet [N]  a larger demo: N more nodes (default 100) of sim/fleets/mixed.yaml from gpuscope-fleet,
+#                one process running the agent's own code for each, with a churning job mix
 #   --fast       the mixin with every for:/window shrunk to seconds (as the integration tests use it), so
 #                that slow alerts (NVLink errors, idle allocated GPUs) fire within the first minute too
 #   --speed N    simulated seconds per real second (default 10: the scenarios' faults fall within minutes)
@@ -16,16 +18,28 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
+fleet_nodes=""
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --build=*) build=$(cd "${1#--build=}" && pwd); shift ;;
+    --fleet)
+      fleet_nodes=100
+      if [ $# -gt 1 ] && [[ $2 =~ ^[0-9]+$ ]]; then fleet_nodes=$2; shift; fi
+      shift ;;
+    --fleet=*) fleet_nodes=${1#--fleet=}; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
 agent=$build/src/agent/gpuscope-agent
 sim=$build/sim/libnvidia-ml.so.1
+if [ -n "$fleet_nodes" ]; then
+  [[ $fleet_nodes =~ ^[1-9][0-9]*$ ]] || { echo "demo: --fleet takes a number of nodes, got '$fleet_nodes'" >&2; exit 2; }
+  runner=$build/sim/fleet/gpuscope-fleet
+  [ -x "$runner" ] || { echo "demo: $runner is missing; build first (ninja -C $build gpuscope-fleet)" >&2; exit 1; }
+  args+=(--fleet-runner "$runner" --fleet-nodes "$fleet_nodes")
+fi
 for f in "$agent" "$sim"; do
   [ -e "$f" ] || { echo "demo: $f is missing; build first (scripts/run.sh builds and starts the demo)" >&2; exit 1; }
 done

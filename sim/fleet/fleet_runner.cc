@@ -172,19 +172,20 @@ void FleetRunner::State::WriteRecords(const std::vector<int>& changed) {
 void FleetRunner::State::StopAll() {
   if (stopped) return;
   stopped = true;
-  // Each agent's stop waits up to about a second for its event and worker threads: stop them side by side.
+  // Each agent's stop and destruction waits up to about a second for its XID and worker threads (the GPU
+  // collector's destructor ends them): stop and destroy them side by side. The agents (and the NVML
+  // bindings their collectors hold) go before the simulated nodes they call.
   constexpr size_t kStoppers = 64;
   std::vector<std::thread> stoppers;
   for (size_t t = 0; t < std::min(kStoppers, nodes.size()); ++t) {
     stoppers.emplace_back([this, t] {
       for (size_t i = t; i < nodes.size(); i += kStoppers) {
         if (nodes[i].agent) nodes[i].agent->Stop();
+        nodes[i].agent.reset();
       }
     });
   }
   for (std::thread& stopper : stoppers) stopper.join();
-  // The agents (and the NVML bindings their collectors hold) go before the simulated nodes they call.
-  for (Node& node : nodes) node.agent.reset();
   for (Node& node : nodes) {
     if (node.sim != nullptr) destroy_node(node.sim);
     node.sim = nullptr;

@@ -8,7 +8,9 @@ and gpuscope_xid_errors_total.
 
 Usage: demo_scripts_test.py BUILD_DIR"""
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -26,6 +29,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BUILD = os.path.abspath(sys.argv[1])
 # The demo prints this line once its whole stack (agents, Prometheus, Alertmanager, webhooks) runs.
 DEMO_STARTED = "gpuscope demo: a simulated GPU fleet on loopback"
+
+
+def prom_query(url, promql):
+    """An instant query's result list on the Prometheus at `url`."""
+    body = json.loads(harness.http_get(url + "/api/v1/query?" + urllib.parse.urlencode({"query": promql}))[2])
+    return body["data"]["result"] if body.get("status") == "success" else []
 
 
 class Script:
@@ -99,8 +108,8 @@ class Script:
 
 
 class DemoStopsCleanly(unittest.TestCase):
-    def start_demo(self):
-        demo = Script([os.path.join(ROOT, "scripts", "demo.sh"), "--build", BUILD], {})
+    def start_demo(self, *extra):
+        demo = Script([os.path.join(ROOT, "scripts", "demo.sh"), "--build", BUILD, *extra], {})
         self.addCleanup(demo.cleanup)
         demo.wait_for_line(DEMO_STARTED, 120)
         self.assertTrue(demo.left_behind(), "the demo keeps its files under TMPDIR while it runs")
@@ -117,6 +126,22 @@ class DemoStopsCleanly(unittest.TestCase):
         demo = self.start_demo()
         demo.ctrl_c()
         demo.wait_for_line("Stopping the fleet", 30)
+        demo.ctrl_c()
+        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
+
+
+    def test_the_larger_fleet_is_scraped_as_the_agents_job_and_ctrl_c_stops_it_too(self):
+        demo = self.start_demo("--fleet", "5")
+        demo.wait_for_line("fleet-node-0001 .. 0005", 10)
+        prometheus = next(re.search(r"(http://127\.0\.0\.1:\d+)", line).group(1) for line in demo.output
+                          if line.strip().startswith("Prometheus"))
+
+        def fleet_up():
+            result = prom_query(prometheus, 'up{job="gpuscope", node=~"fleet-node-.*"} == 1')
+            return sorted(r["metric"]["node"] for r in result) == [f"fleet-node-{i:04d}" for i in range(1, 6)]
+        harness.wait_for(fleet_up, 90, "the five fleet nodes scraped as job=\"gpuscope\"")
+        jobs = prom_query(prometheus, 'count(count by (hpc_job) (DCGM_FI_DEV_GPU_TEMP{Hostname=~"fleet-node-.*"}))')
+        self.assertTrue(jobs and float(jobs[0]["value"][1]) >= 1, "the fleet's nodes carry their jobs")
         demo.ctrl_c()
         self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
 

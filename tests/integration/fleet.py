@@ -6,6 +6,7 @@ nodes' traces into a file. Used by the alerting and dashboard integration tests 
 (scripts/demo.sh runs `fleet.py demo`). Standard library only; builds on harness.py and peers.py.
 
     fleet.py demo --agent A --sim S [--otelcol C] [--podresources P] [--kubeapi K] [--rules-dir D] [--speed N] [--alerts-after S]
+                  [--fleet-runner gpuscope-fleet --fleet-nodes N]
 """
 
 import argparse
@@ -33,6 +34,7 @@ import peers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
+FLEET_DESCRIPTION = os.path.join(ROOT, "sim", "fleets", "mixed.yaml")
 MIXIN = os.path.join(ROOT, "deploy", "mixin")
 GENERATED = os.path.join(MIXIN, "generated")
 
@@ -267,9 +269,10 @@ class Fleet:
 
     def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
                  speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None,
-                 otelcol=None, podresources=None, kubeapi=None):
+                 otelcol=None, podresources=None, kubeapi=None, fleet_runner=None, fleet_nodes=0):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
         self.collector = None
+        self.runner = None  # gpuscope-fleet: the larger fleet of the demo's --fleet
         self.agents = {}
         self.kubelets = {}  # hostname -> peers.PodResources of a Kubernetes node (given the peer's binary)
         self.api_servers = {}  # hostname -> peers.KubeApi of a Kubernetes node (given the peer's binary)
@@ -307,9 +310,11 @@ class Fleet:
                             f"    - static_configs: [{{targets: [\"127.0.0.1:{self.alertmanager.port}\"]}}]\n")
             kube_nodes = {n.hostname: n.kubernetes for n in nodes if n.kubernetes}
             scrape_extra = ""
+            if fleet_runner and fleet_nodes > 0:
+                scrape_extra += self._start_fleet_runner(fleet_runner, sim_library, fleet_nodes, speed)
             if kube_nodes:
                 self.kube_state_metrics = kube_node.KubeStateMetricsStandIn(kube_nodes)
-                scrape_extra = ("  - job_name: kube-state-metrics\n"
+                scrape_extra += ("  - job_name: kube-state-metrics\n"
                                 f"    static_configs: [{{targets: [\"{self.kube_state_metrics.target}\"]}}]\n")
             self.prometheus = harness.Prometheus([f"127.0.0.1:{a.port}" for a in self.agents.values()],
                                                  rule_files=rule_files, job_name="gpuscope",
@@ -322,6 +327,30 @@ class Fleet:
         except BaseException:
             self.stop()
             raise
+
+    def _start_fleet_runner(self, binary, sim_library, nodes, speed):
+        """Starts gpuscope-fleet with nodes of the mixed fleet (sim/fleets/mixed.yaml) and returns the scrape
+        config of its targets: their own job with a site's 15 s interval, relabelled job="gpuscope" so that the
+        mixin's selectors take them in with the demo's nodes."""
+        file_sd = os.path.join(self.workdir, "fleet-targets.json")
+        log = open(os.path.join(self.workdir, "gpuscope-fleet.log"), "w")
+        args = [binary, "--fleet", FLEET_DESCRIPTION, "--nodes", str(nodes), "--file-sd", file_sd,
+                "--state-dir", os.path.join(self.workdir, "fleet"), "--nvml.library", sim_library,
+                "--log.level", "error"]
+        if speed:
+            args += ["--speed", str(speed)]
+        self.runner = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.runner_log = log
+
+        def written():
+            if self.runner.poll() is not None:
+                raise AssertionError(f"gpuscope-fleet exited with {self.runner.returncode}")
+            return os.path.exists(file_sd)
+        harness.wait_for(written, 120, "gpuscope-fleet's file_sd targets")
+        return ("  - job_name: gpuscope-fleet\n"
+                "    scrape_interval: 15s\n"
+                f"    file_sd_configs: [{{files: [\"{file_sd}\"], refresh_interval: 15s}}]\n"
+                "    relabel_configs: [{target_label: job, replacement: gpuscope}]\n")
 
     def _start_agent(self, binary, sim_library, node, speed, extra_args):
         home = os.path.join(self.workdir, node.hostname)
@@ -435,6 +464,9 @@ class Fleet:
         for agent in self.agents.values():
             agent.stop()
             agent.cleanup()
+        if self.runner:
+            harness.terminate(self.runner)
+            self.runner_log.close()
         for kubelet in self.kubelets.values():
             kubelet.cleanup()
         for api in self.api_servers.values():
@@ -551,7 +583,8 @@ def run_demo_fleet(args, rules_dir, stop):
     fleet = Fleet(args.agent, args.sim, DEMO_NODES, rule_files=rule_files,
                   alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
                   speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS,
-                  otelcol=args.otelcol, podresources=args.podresources, kubeapi=args.kubeapi)
+                  otelcol=args.otelcol, podresources=args.podresources, kubeapi=args.kubeapi,
+                  fleet_runner=args.fleet_runner, fleet_nodes=args.fleet_nodes if args.fleet_runner else 0)
     try:
         print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
         for node in DEMO_NODES:
@@ -565,6 +598,10 @@ def run_demo_fleet(args, rules_dir, stop):
             else:
                 job = "no job"
             print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}")
+        if fleet.runner:
+            print(f"  fleet-node-0001 .. {args.fleet_nodes:04d}  gpuscope-fleet: {args.fleet_nodes} more nodes of "
+                  f"sim/fleets/mixed.yaml in one process (each the agent's own code, scraped every 15 s as "
+                  f"job=\"gpuscope\"), with a churning job mix")
         print(f"\n  Prometheus     {fleet.prometheus.url}   (rules and alerts: {fleet.prometheus.url}/alerts)")
         print(f"  Alertmanager   {fleet.alertmanager.url}")
         print(f"  webhooks       {fleet.receiver.url}, log: {args.webhook_log or os.path.join(fleet.workdir, 'webhook.log')}")
@@ -622,6 +659,9 @@ def main():
     demo.add_argument("--rules-dir", help="generated mixin folder (default: generated with demo.libsonnet, or "
                                           "fast_mixin.libsonnet with --fast)")
     demo.add_argument("--speed", type=float, default=10, help="simulated seconds per real second")
+    demo.add_argument("--fleet-runner", help="gpuscope-fleet: adds --fleet-nodes simulated nodes of "
+                      "sim/fleets/mixed.yaml beside the demo's own")
+    demo.add_argument("--fleet-nodes", type=int, default=100, help="how many nodes gpuscope-fleet runs")
     demo.add_argument("--alerts-after", type=float, default=180, help="seconds before printing firing alerts")
     demo.add_argument("--alerts-every", type=float, default=120, help="seconds between later printouts")
     demo.add_argument("--webhook-log", help="file the webhook receiver appends notifications to")
