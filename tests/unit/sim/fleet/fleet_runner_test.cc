@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 
 struct Scrape {
   bool ok = false;
-  std::string error;  // why the scrape failed
+  std::string error;                                   // why the scrape failed
   std::map<std::string, std::string> job_of_gpu_uuid;  // UUID -> hpc_job ("" when none)
   std::set<std::string> hostnames;
 };
