@@ -35,7 +35,8 @@ CHOSEN = 'DCGM_FI_DEV_GPU_TEMP{{Hostname="{host}", gpu="0"}}'
 
 
 class Pusher:
-    """One pushing node: its hostname, the URL of its /metrics, and how to stop it."""
+    """One pushing node: its hostname (the Hostname label of its GPU series), the URL of its /metrics, and
+    stop(show_log=False), which stops it (printing its log's tail first when show_log)."""
 
     def __init__(self, hostname, metrics_url, stop):
         self.hostname = hostname
