@@ -4,7 +4,8 @@ back on the same ports and TSDB. Proves that queries keep answering through the 
 series and every sample stored before the kill still read back through thanos query), that the store
 refused pushes and the nodes' queues absorbed them (failed requests rose, nothing dropped, the queues grew
 and drained), that no sample was lost (a chosen series of every node holds one sample per batch the node
-queued, including the outage), and that thanos rule evaluated the mixin's recording rules on the pushed data.
+queued, including the outage), and that thanos rule evaluated the mixin's recording rules on the pushed data
+and sent its alerts to Alertmanager.
 
 Who pushes is start_pushers() alone; the rest of the test needs only each node's hostname and the URL of
 its /metrics.
@@ -30,6 +31,7 @@ NODES = 3
 KILLED = 1  # the receiver SIGKILLed: node 1 pushes to it directly, nodes 0 and 2 through the others
 HEALTHY_S = 10
 OUTAGE_S = 20
+DBE_AT_S = 5  # node 0's GPU 5: a double-bit ECC error, which the mixin alerts on at once
 # The series whose every sample is accounted for, on each node.
 CHOSEN = 'DCGM_FI_DEV_GPU_TEMP{{Hostname="{host}", gpu="0"}}'
 
@@ -45,11 +47,19 @@ class Pusher:
 
 
 def start_pushers(remote_write_urls, workdir):
-    """NODES gpuscope-agent processes on the simulator, node i pushing to remote_write_urls[i % len] every
+    """NODES gpuscope-agent processes on the simulator (a healthy training node; node 0's GPU 5 has a
+    double-bit ECC error DBE_AT_S into the run), node i pushing to remote_write_urls[i % len] every
     PUSH_INTERVAL_S with deploy/thanos/agent-remote-write.yaml (its receiver URL and node name
     substituted). Returns [Pusher]."""
     with open(os.path.join(thanos.DEPLOY, "agent-remote-write.yaml")) as f:
         reference = f.read()
+    with open(os.path.join(SCENARIOS, "h100-training.yaml")) as f:
+        healthy = f.read()
+    if "\nfaults: []\n" not in healthy:
+        raise AssertionError("h100-training.yaml no longer ends its faults with 'faults: []'")
+    faulty = os.path.join(workdir, "h100-training-dbe.yaml")
+    with open(faulty, "w") as f:
+        f.write(healthy.replace("\nfaults: []\n", f"\nfaults:\n  - {{type: dbe, gpu: 5, at: {DBE_AT_S}}}\n"))
     for placeholder in ("http://thanos-receive.example:19291/api/v1/receive", "gpu-node-0001"):
         if placeholder not in reference:
             raise AssertionError(f"agent-remote-write.yaml no longer has {placeholder!r}")
@@ -61,7 +71,8 @@ def start_pushers(remote_write_urls, workdir):
             f.write(reference.replace("http://thanos-receive.example:19291/api/v1/receive",
                                       remote_write_urls[i % len(remote_write_urls)])
                     .replace("gpu-node-0001", hostname))
-        agent = harness.Agent(AGENT, SIM, os.path.join(SCENARIOS, "h100-training.yaml"), extra_args=[
+        scenario = faulty if i == 0 else os.path.join(SCENARIOS, "h100-training.yaml")
+        agent = harness.Agent(AGENT, SIM, scenario, extra_args=[
             "--config", config, "--gpu.hostname", hostname,
             "--sink.remote-write.interval", f"{PUSH_INTERVAL_S}s",
             "--events.state-dir", os.path.join(workdir, hostname)])
@@ -195,6 +206,13 @@ class ThanosReceiveKill(unittest.TestCase):
                 out[r["metric"].get("Hostname")] = float(r["value"][1])
             return out == {p.hostname: 8.0 for p in self.pushers}
         harness.wait_for(recorded, 60, "gpuscope:gpu_utilisation:ratio recorded by thanos rule for every GPU")
+
+        # ... and its alerts, sent to Alertmanager: node 0's double-bit ECC error, on GPU 5 only.
+        def dbe_alerts():
+            return sorted((a["labels"].get("Hostname"), a["labels"].get("gpu"))
+                          for a in self.alertmanager.alerts() if a["labels"]["alertname"] == "GpuEccDoubleBitError")
+        harness.wait_for(lambda: dbe_alerts() == [(self.pushers[0].hostname, "5")], 60,
+                         "GpuEccDoubleBitError for node 0's GPU 5 in Alertmanager, from thanos rule")
         print(f"wall time {time.time() - started:.0f} s", file=sys.stderr)
 
 
