@@ -32,8 +32,9 @@ KILLED = 1  # the receiver SIGKILLed: node 1 pushes to it directly, nodes 0 and 
 HEALTHY_S = 10
 OUTAGE_S = 20
 DBE_AT_S = 5  # node 0's GPU 5: a double-bit ECC error, which the mixin alerts on at once
-# The series whose every sample is accounted for, on each node.
-CHOSEN = 'DCGM_FI_DEV_GPU_TEMP{{Hostname="{host}", gpu="0"}}'
+# The series whose every sample is accounted for: each GPU's temperature on each node (24 series, which the
+# hashring spreads over every pair of receivers).
+CHOSEN = 'DCGM_FI_DEV_GPU_TEMP{{Hostname="{host}"}}'
 
 
 class Pusher:
@@ -119,9 +120,11 @@ class ThanosReceiveKill(unittest.TestCase):
         return counts == {p.hostname: 8.0 for p in self.pushers}
 
     def chosen_samples(self, pusher, start, end):
+        """{gpu: [(timestamp ms, value), ...]} of the node's chosen series stored in (start, end]."""
         series = self.ring.raw_samples(CHOSEN.format(host=pusher.hostname), start, end)
-        self.assertLessEqual(len(series), 1, f"one chosen series per node: {list(series)}")
-        return next(iter(series.values()), [])
+        by_gpu = {dict(labels)["gpu"]: samples for labels, samples in series.items()}
+        self.assertEqual(len(by_gpu), len(series), f"one chosen series per GPU: {list(series)}")
+        return by_gpu
 
     def test_a_receiver_killed_mid_run_loses_no_sample_and_queries_keep_answering(self):
         started = time.time()
@@ -132,8 +135,10 @@ class ThanosReceiveKill(unittest.TestCase):
         before = {p.hostname: self_metrics(p) for p in self.pushers}
         killed_at = time.time()
         stored_before = {p.hostname: self.chosen_samples(p, started, killed_at) for p in self.pushers}
-        for host, samples in stored_before.items():
-            self.assertGreaterEqual(len(samples), HEALTHY_S // PUSH_INTERVAL_S, f"{host} pushed before the kill")
+        for host, by_gpu in stored_before.items():
+            self.assertEqual(sorted(by_gpu), [str(g) for g in range(8)], f"{host}'s GPUs before the kill")
+            for gpu, samples in by_gpu.items():
+                self.assertGreaterEqual(len(samples), HEALTHY_S // PUSH_INTERVAL_S, f"{host}/{gpu} before the kill")
         self.ring.kill_receiver(KILLED)
 
         # (a) Through the outage: every node's series, and every sample stored before the kill, still read
@@ -180,7 +185,7 @@ class ThanosReceiveKill(unittest.TestCase):
         print(f"samples retried during the outage, per node: {retried}; most queued records: {most_records}",
               file=sys.stderr)
 
-        # (c) No sample lost: the chosen series of every node holds one sample per batch the node queued
+        # (c) No sample lost: each chosen series of every node holds one sample per batch the node queued
         # (each batch carries it), the outage included, and no gap is longer than one push interval (plus
         # the producer's timer slack on this loaded machine).
         for p in self.pushers:
@@ -188,15 +193,18 @@ class ThanosReceiveKill(unittest.TestCase):
             queued, newest = m["gpuscope_queue_appended_total"], m["gpuscope_remote_write_highest_timestamp_seconds"]
             harness.wait_for(lambda: self_metrics(p)["gpuscope_remote_write_highest_sent_timestamp_seconds"] >= newest,
                              30, f"{p.hostname}'s batch of {newest} delivered")
-            samples = self.chosen_samples(p, started - 60, newest)
-            stamps = [t for t, _ in samples]
-            gaps = [b - a for a, b in zip(stamps, stamps[1:])]
-            print(f"{p.hostname}: {len(samples)} samples for {queued:.0f} batches queued, "
-                  f"largest gap {max(gaps)} ms", file=sys.stderr)
-            self.assertEqual(len(samples), queued, f"{p.hostname}: one sample of {CHOSEN} per batch queued")
-            self.assertTrue(any(killed_at * 1000 < t < restarted_at * 1000 for t in stamps),
-                            f"{p.hostname}'s samples of the outage are stored")
-            self.assertLessEqual(max(gaps), 1500 * PUSH_INTERVAL_S, f"{p.hostname}: a gap in {CHOSEN}")
+            by_gpu = self.chosen_samples(p, started - 60, newest)
+            self.assertEqual(sorted(by_gpu), [str(g) for g in range(8)], f"{p.hostname}'s GPUs")
+            for gpu, samples in sorted(by_gpu.items()):
+                stamps = [t for t, _ in samples]
+                gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+                what = f"{p.hostname} GPU {gpu}"
+                self.assertEqual(len(samples), queued, f"{what}: one sample per batch queued")
+                self.assertTrue(any(killed_at * 1000 < t < restarted_at * 1000 for t in stamps),
+                                f"{what}: the outage's samples are stored")
+                self.assertLessEqual(max(gaps), 1500 * PUSH_INTERVAL_S, f"{what}: a gap")
+            print(f"{p.hostname}: {len(samples)} samples per GPU for {queued:.0f} batches queued, largest gap "
+                  f"{max(b - a for s in by_gpu.values() for (a, _), (b, _) in zip(s, s[1:]))} ms", file=sys.stderr)
 
         # (d) thanos rule evaluated the mixin's recording rules on the pushed data: the first rule's output,
         # per GPU of every node, through thanos query.
