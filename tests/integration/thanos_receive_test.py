@@ -139,6 +139,11 @@ class ThanosReceiveKill(unittest.TestCase):
             self.assertEqual(sorted(by_gpu), [str(g) for g in range(8)], f"{host}'s GPUs before the kill")
             for gpu, samples in by_gpu.items():
                 self.assertGreaterEqual(len(samples), HEALTHY_S // PUSH_INTERVAL_S, f"{host}/{gpu} before the kill")
+        # The receiver about to be killed holds a copy of some of them (the replica label names the holder).
+        on_killed = [r["metric"] for r in self.ring.query("DCGM_FI_DEV_GPU_TEMP", dedup=False)
+                     if r["metric"].get("receive_replica") == f"thanos-receive-{KILLED}"]
+        self.assertTrue(on_killed, "the killed receiver holds chosen series")
+        print(f"chosen series with a copy on the killed receiver: {len(on_killed)} of 24", file=sys.stderr)
         self.ring.kill_receiver(KILLED)
 
         # (a) Through the outage: every node's series, and every sample stored before the kill, still read
