@@ -13,6 +13,7 @@ its /metrics.
 Usage: thanos_receive_test.py AGENT SIM_LIBRARY SCENARIO_DIR THANOS [TestClass ...]"""
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -112,6 +113,7 @@ class ThanosReceiveKill(unittest.TestCase):
             print(self.ring.logs()[-20000:], file=sys.stderr)
         self.ring.cleanup()
         self.alertmanager.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def every_node_answers(self):
         """Every node's eight GPUs through thanos query (deduplicated, as a dashboard reads them)."""
