@@ -84,3 +84,12 @@ if(GPUSCOPE_PODRESOURCES_PROTO AND NOT GPUSCOPE_PODRESOURCES_PROTO STREQUAL "${_
   unset(GPUSCOPE_PODRESOURCES_PROTO CACHE)
 endif()
 find_file(GPUSCOPE_PODRESOURCES_PROTO api.proto NO_DEFAULT_PATH PATHS ${_gpuscope_podres_dir})
+
+# Thanos (Receive, Query and Rule in one binary; issue 15's scale-out store and deploy/thanos): sets
+# GPUSCOPE_THANOS_BIN.
+file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/versions.env _gpuscope_thanos_pin REGEX "^THANOS_VERSION=")
+string(REGEX REPLACE "^THANOS_VERSION=" "" _gpuscope_thanos_version "${_gpuscope_thanos_pin}")
+if(NOT _gpuscope_thanos_version)
+  message(FATAL_ERROR "scripts/versions.env does not pin THANOS_VERSION")
+endif()
+_gpuscope_require_peer(GPUSCOPE_THANOS_BIN thanos ${_gpuscope_peers_cache}/thanos-${_gpuscope_thanos_version})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real open-source peers the integration tests talk to (VictoriaLogs, VictoriaMetrics and its
 # vmauth, Prometheus 3, an OpenTelemetry Collector, the remote-write sender compliance suite, our stand-in
-# kubelet pod-resources server, our stand-in Kubernetes API server, helm and our Kubernetes object validator)
+# kubelet pod-resources server, our stand-in Kubernetes API server, helm, our Kubernetes object validator and
+# Thanos)
 # from the Go module versions pinned in scripts/versions.env, once per machine, into
 # ${GPUSCOPE_PEERS_CACHE:-$HOME/.cache/gpuscope/peers}/<name>-<version>/.
 # A peer already there is left alone, so repeated runs cost nothing; a changed pin builds beside the
@@ -10,7 +11,7 @@
 # module cache and are never vendored. Prints one line per peer: cached, or built with its time.
 # Usage: scripts/build-peers.sh [name...]
 #   (names: victoria-logs victoria-metrics vmauth prometheus3 otelcol rw-compliance podresources kubeapi helm
-#    kubevalidate)
+#    kubevalidate thanos)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,7 @@ peer_dir() {
     helm) echo "$cache/helm-$HELM_VERSION" ;;
     kubevalidate) echo "$cache/kubevalidate-$kubeval_key" ;;
     kubeapi) echo "$cache/kubeapi-$kubeapi_key" ;;
+    thanos) echo "$cache/thanos-$THANOS_VERSION" ;;
     *) echo "build-peers: unknown peer '$1'" >&2; return 1 ;;
   esac
 }
@@ -160,6 +162,14 @@ build_peer() {
           exit 1
         fi
         ;;
+      thanos)  # Receive, Query and Rule of the scale-out store (one binary)
+        local r
+        for r in $THANOS_REPLACES; do
+          go mod edit -replace "$r"
+        done
+        go get "$THANOS_MODULE@$THANOS_VERSION"
+        go build -o "$tmp/out/thanos" "$THANOS_MODULE/cmd/thanos"
+        ;;
     esac
   ) >"$tmp/build.log" 2>&1; then
     cat "$tmp/build.log" >&2
@@ -176,7 +186,7 @@ build_peer() {
 
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(victoria-logs otelcol prometheus3 victoria-metrics vmauth rw-compliance podresources kubeapi
-  helm kubevalidate)
+  helm kubevalidate thanos)
 for name in "${names[@]}"; do
   peer_dir "$name" >/dev/null
   build_peer "$name"

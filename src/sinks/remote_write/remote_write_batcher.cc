@@ -173,9 +173,10 @@ RemoteWriteBatcher::Series* RemoteWriteBatcher::Miss(Family& family, const Label
   labels.emplace_back("__name__", family.name);
   for (const auto& pair : sample_labels) {
     if (!IsValidLabelName(pair.first)) return nullptr;
-    labels.push_back(pair);
+    if (!pair.second.empty()) labels.push_back(pair);  // an empty value is no label (see the header)
   }
   for (const auto& external : external_labels_) {
+    if (external.second.empty()) continue;
     const bool present = std::any_of(labels.begin(), labels.end(),
                                      [&](const auto& pair) { return pair.first == external.first; });
     if (!present) labels.push_back(external);
@@ -436,6 +437,7 @@ size_t RemoteWriteBatcher::Restore(
     if (!IsSeriesLabels(labels)) continue;
     refs.clear();
     for (const auto& [name, value] : labels) {
+      if (value.empty()) continue;  // an earlier version kept empty values: the same series without them
       protowire::AppendVarint(refs, symbols_->Ref(name));
       protowire::AppendVarint(refs, symbols_->Ref(value));
     }

@@ -28,7 +28,9 @@
 //
 // Rules kept from the sink's first version: families with an invalid metric name or no samples are left
 // out, series with an invalid or duplicate label name too; a series that occurs twice is sent once (the
-// first, as the exposition does).
+// first, as the exposition does). A label with an empty value is left off the series (in Prometheus an
+// empty value is the label's absence; Thanos Receive refuses a whole request that carries one, 409), so an
+// external label fills it; a restored set is read the same way.
 //
 // Thread-safety: none; one owner thread (the sink's producer, under its lock).
 #pragma once

@@ -306,6 +306,36 @@ TEST(RemoteWriteBatcherTest, InvalidNamesDuplicateLabelNamesAndRepeatedSeriesAre
   EXPECT_EQ(v1.series[1].labels, (LabelPairs{{"__name__", "good"}, {"cluster", "own"}, {"gpu", "3"}}));
 }
 
+TEST(RemoteWriteBatcherTest, ALabelWithAnEmptyValueIsLeftOffTheSeriesAndAnExternalLabelFillsIt) {
+  MetricFamily family{"DCGM_FI_DEV_GPU_TEMP", "", MetricType::kGauge, "", {}};
+  family.samples.push_back({Labels{{"GPU_I_ID", ""}, {"gpu", "0"}, {"hpc_job", ""}}, 40});
+  family.samples.push_back({Labels{{"cluster", ""}, {"gpu", "1"}}, 41});
+  family.samples.push_back({Labels{{"gpu", "0"}}, 42});  // the first series again, without its empty labels
+  RemoteWriteBatcher batcher(LabelPairs{{"cluster", "c1"}, {"site", ""}});
+  std::string record;
+  const auto built = batcher.Build(Snapshot::Of({family}), 1000, &record);
+  EXPECT_EQ(built.samples, 2u);
+  const RemoteWriteBatch v1 = AsV1(record);
+  ASSERT_EQ(v1.series.size(), 2u);
+  EXPECT_EQ(v1.series[0].labels,
+            (LabelPairs{{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "0"}}));
+  EXPECT_EQ(v1.series[0].value, 40);
+  EXPECT_EQ(v1.series[1].labels,
+            (LabelPairs{{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"cluster", "c1"}, {"gpu", "1"}}));
+}
+
+TEST(RemoteWriteBatcherTest, ARestoredSetWithEmptyValuesIsTheSeriesWithoutThem) {
+  RemoteWriteBatcher batcher(LabelPairs{});
+  EXPECT_EQ(batcher.Restore({{{"__name__", "up"}, {"gpu", "0"}, {"hpc_job", ""}}}), 1u);
+  EXPECT_EQ(batcher.QueuedSeries(), (std::vector<LabelPairs>{{{"__name__", "up"}, {"gpu", "0"}}}));
+  MetricFamily up{"up", "", MetricType::kGauge, "", {}};
+  up.samples.push_back({Labels{{"gpu", "0"}}, 1});
+  std::string record;
+  const auto built = batcher.Build(Snapshot::Of({up}), 2000, &record);
+  EXPECT_EQ(built.stale_markers, 0u);  // still there: no stale marker for it
+  EXPECT_EQ(built.samples, 1u);
+}
+
 TEST(RemoteWriteBatcherTest, ChurnStartsANewSymbolsTableHoldingOnlyLiveStrings) {
   RemoteWriteBatcher batcher(LabelPairs{});
   std::string record;
