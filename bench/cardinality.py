@@ -311,13 +311,14 @@ def measure_cases(agent, sim, root, podresources, work):
             "--attribution.proc=false", "--no-collector.host",
             "--path.sysfs", os.path.join(fixtures, "sysfs", "infiniband")]), only={"infiniband"})
         events = os.path.join(fixtures, "events", "kernel")
+        settled = events_settled()
         daemon = run_daemon(agent, sim, training, BASE + [
             "--events.file", os.path.join(events, "*.log"), "--events.state-dir", os.path.join(here, "state"),
             "--events.poll-interval", "100ms"], here,
             # Only /metrics is asked, always answered 200: the endpoint's request counter has one series
             # once its self-collector has run after a scrape.
             until=lambda text: ("gpuscope_events_total{" in text and "gpuscope_http_requests_total{" in text
-                                and events_settled(text)))
+                                and settled(text)))
         record("daemon", gpus, daemon, only={"events", "prometheus_endpoint"})
 
     descriptions["training"] = ("plain training node: `h100-training`, default collectors (host and "
@@ -339,16 +340,17 @@ def measure_cases(agent, sim, root, podresources, work):
     return counts, descriptions, knobs
 
 
-_last_events = {}
+def events_settled():
+    """A predicate on successive scrapes: true once the events fixture's lines are all read (the lines
+    counter did not grow since the previous scrape)."""
+    last = {}
 
-
-def events_settled(text):
-    """True once the events fixture's lines are all read: the lines counter stopped growing between two
-    scrapes."""
-    lines = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                if line.startswith("gpuscope_event_lines_total{"))
-    settled = _last_events.get("lines") == lines and lines > 0
-    _last_events["lines"] = lines
+    def settled(text):
+        lines = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                    if line.startswith("gpuscope_event_lines_total{"))
+        done = last.get("lines") == lines and lines > 0
+        last["lines"] = lines
+        return done
     return settled
 
 
