@@ -12,6 +12,8 @@ what multiplies it (per GPU, per NVLink link, per clock-event reason, per proces
 
     bench/cardinality.py AGENT SIM_LIBRARY ROOT [--podresources BIN] [--write DOC | --check DOC]
 
+ROOT is the source tree (its sim/scenarios and tests/fixtures are read).
+
 Prints the Markdown tables; --write replaces the generated block of DOC with them, --check exits 1 with
 a diff when DOC's block differs (tests/component/cardinality_test.py). Without --podresources (the
 kubelet stand-in, tests/tools/podresources, built by scripts/build-peers.sh) the Kubernetes case is left
@@ -436,6 +438,13 @@ def main():
     args = parser.parse_args()
     if args.check and not args.podresources:
         raise SystemExit("cardinality: --check needs --podresources (the document has the Kubernetes case)")
+    for what, path in (("AGENT", args.agent), ("--podresources", args.podresources)):
+        if path is not None and not os.access(path, os.X_OK):
+            raise SystemExit(f"cardinality: {what} {path} is not an executable file")
+    for what, path in (("SIM_LIBRARY", args.sim), ("ROOT's sim/scenarios",
+                                                   os.path.join(args.root, "sim", "scenarios"))):
+        if not os.path.exists(path):
+            raise SystemExit(f"cardinality: {what} {path} does not exist")
     tables = measure(args.agent, args.sim, args.root, args.podresources)
     if not (args.write or args.check):
         sys.stdout.write(tables)
