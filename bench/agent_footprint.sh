@@ -33,8 +33,8 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 status_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 
 # thread_roles PID: one line "role count" per role, from the innermost frame of each thread's backtrace
-# that names one of the agent's thread bodies (threads are unnamed, so the code they run says what they
-# are).
+# that names one of the agent's thread bodies (only the GPU workers carry a name, gpuscope-gpuN, so the
+# code a thread runs says what it is).
 thread_roles() {
   gdb -p "$1" -batch -ex "set pagination off" -ex "thread apply all bt" 2>/dev/null | awk '
     function flush() { if (in_thread) roles[role == "" ? "other (" first ")" : role]++ }
