@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Series per node, per feature, measured from the real agent on the simulator: the numbers behind
-docs/cardinality.md. Standard library only.
+docs/cardinality.md. Standard library only, with the integration tests' helpers (tests/integration/harness.py
+runs the daemon and parses expositions, peers.py the kubelet stand-in).
 
 Each case runs `gpuscope-agent` on a shipped scenario resized to 8 and to 72 GPUs (the `count:` of its
 `gpus:` shorthand), with the switches and inputs that feature needs: the collectors through `--once` (two
@@ -23,16 +24,16 @@ out, and --check then refuses to run rather than compare a partial table.
 import argparse
 import collections
 import difflib
-import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+import harness  # noqa: E402  (the tests' agent runner and exposition parser, standard library only)
+import peers  # noqa: E402  (the kubelet stand-in's runner)
 
 SIZES = (8, 72)
 NODES = (10, 100, 1_000, 10_000)
@@ -76,16 +77,7 @@ def metrics_sections(agent):
 
 def parse_exposition(text):
     """(family name, labels dict) of every sample line of a text-format exposition."""
-    series = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = re.match(r"([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})? ", line)
-        if not match:
-            raise ValueError(f"not an exposition line: {line!r}")
-        labels = dict(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', match.group(3) or ""))
-        series.append((match.group(1), labels))
-    return series
+    return [(name, dict(labels)) for name, labels in harness.parse_exposition(text)]
 
 
 def feature_of(name, labels, sections):
@@ -130,42 +122,18 @@ def run_once(agent, sim, scenario_path, args):
     return result.stdout
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode()
-
-
-def run_daemon(agent, sim, scenario_path, args, work, until):
+def run_daemon(agent, sim, scenario_path, args, until):
     """Starts the agent, scrapes /metrics until `until(text)` holds, then once more (so the endpoint's own
     series count the scrapes before it) and returns that exposition."""
-    port = free_port()
-    env = dict(os.environ, GPUSCOPE_SIM_SCENARIO=scenario_path, GPUSCOPE_SIM_KERNEL_LOG="")
-    log = open(os.path.join(work, "daemon.log"), "w")
-    process = subprocess.Popen([agent, "--nvml.library", sim, "--gpu.hostname", "node-0001",
-                                "--web.listen-address", f"127.0.0.1:{port}", *args],
-                               env=env, stdout=log, stderr=subprocess.STDOUT)
+    daemon = harness.Agent(agent, sim, scenario_path, extra_args=args, env={"GPUSCOPE_SIM_KERNEL_LOG": ""})
+    ok = False
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"cardinality: agent exited ({process.returncode}), see {log.name}")
-            try:
-                if until(get(f"http://127.0.0.1:{port}/metrics")):
-                    return get(f"http://127.0.0.1:{port}/metrics")
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise SystemExit("cardinality: the daemon case did not reach its state within 60 s")
+        harness.wait_for(lambda: until(daemon.metrics()), 60, "the daemon case's events and endpoint series")
+        text = daemon.metrics()
+        ok = True
+        return text
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+        daemon.finish(show_log=not ok)
 
 
 def uuids(exposition):
@@ -225,30 +193,6 @@ def podresources_scenario(gpu_uuids):
     return {"allocatable": [{"resource_name": "nvidia.com/gpu", "device_ids": whole + shared}], "pods": pods}
 
 
-class Podresources:
-    """The kubelet stand-in on a socket of its own, serving `scenario`."""
-
-    def __init__(self, binary, work, scenario):
-        self.socket = os.path.join(work, "kubelet.sock")
-        path = os.path.join(work, "pods.json")
-        with open(path, "w") as f:
-            json.dump(scenario, f)
-        self.log = open(os.path.join(work, "podresources.log"), "w+")
-        self.process = subprocess.Popen([binary, "--socket", self.socket, "--scenario", path],
-                                        stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.log.seek(0)
-                raise SystemExit(f"cardinality: gpuscope-podresources did not listen: {self.log.read()}")
-            time.sleep(0.05)
-
-    def close(self):
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.log.close()
-
-
 # The flags every --once case shares: the simulator's pids are not processes of this machine (never
 # looked up in /proc), and the host and InfiniBand collectors read this machine's sysfs unless a case
 # points them at a tree of its own.
@@ -296,14 +240,13 @@ def measure_cases(agent, sim, root, podresources, work):
         record_knob("`--gpu.dcgm-compat=4.9`", gpus, run_once(agent, sim, training, slurm + ["--gpu.dcgm-compat=4.9"]))
         if podresources:
             k8s = resized_scenario(root, "a100-k8s-inference", gpus, here)
-            kubelet = Podresources(podresources, here, podresources_scenario(
-                uuids(run_once(agent, sim, k8s, BASE))))
+            kubelet = peers.PodResources(podresources, podresources_scenario(uuids(run_once(agent, sim, k8s, BASE))))
             try:
                 record("kubernetes", gpus, run_once(agent, sim, k8s, BASE + [
                     "--kubernetes", "--kubernetes.pod-resources-socket", kubelet.socket,
                     "--kubernetes.node-name", "node-0001"]))
             finally:
-                kubelet.close()
+                kubelet.cleanup()
         sysfs = os.path.join(here, "sysfs")
         write_host_sysfs(sysfs, gpus)
         record("host", gpus, run_once(agent, sim, training, [
@@ -316,7 +259,7 @@ def measure_cases(agent, sim, root, podresources, work):
         settled = events_settled()
         daemon = run_daemon(agent, sim, training, BASE + [
             "--events.file", os.path.join(events, "*.log"), "--events.state-dir", os.path.join(here, "state"),
-            "--events.poll-interval", "100ms"], here,
+            "--events.poll-interval", "100ms"],
             # Only /metrics is asked, always answered 200: the endpoint's request counter has one series
             # once its self-collector has run after a scrape.
             until=lambda text: ("gpuscope_events_total{" in text and "gpuscope_http_requests_total{" in text
