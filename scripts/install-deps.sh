@@ -57,6 +57,7 @@ packages=(
   tmux                     # drives `gpuscope top`'s real interactive screen in its integration test (send-keys, capture-pane)
   libcairo2-dev            # cairo: `gpuscope job --plot` draws the job's time series as PNG or SVG
   fonts-dejavu-core        # a font cairo finds through fontconfig for the plot's title, ticks and legend
+  gdb                      # bench/agent_footprint.sh: the agent's threads by role, from their backtraces
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.

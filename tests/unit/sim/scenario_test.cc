@@ -27,9 +27,9 @@ std::string ParseError(const std::string& yaml) {
 }
 
 TEST(SimScenario, EveryShippedScenarioParses) {
-  for (const char* name :
-       {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident", "a100-inference", "h200-training",
-        "h100-faults", "a100-mig", "a100-k8s-inference"}) {
+  for (const char* name : {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident",
+                           "a100-inference", "h200-training", "h100-faults", "a100-mig", "a100-k8s-inference",
+                           "h100-many-processes", "h100-16gpu-training", "h200-nvl72-training"}) {
     std::ifstream in(std::string(GPUSCOPE_SIM_SCENARIO_DIR) + "/" + name + ".yaml");
     ASSERT_TRUE(in) << name;
     std::stringstream text;
