@@ -135,6 +135,13 @@ Status FleetRunner::State::CreateNode(int index, size_t group) {
   config.device_map_file = (dir / "devices").string();
   config.events_state_dir = (dir / "state").string();
   config.queue_dir.clear();
+  // A push carries what a scrape would add; without a per-node instance the nodes' self-metrics would be
+  // the same series from a thousand writers (a store refuses them as out of order). A given one is kept.
+  bool has_instance = false;
+  for (const std::string& label : config.remote_write_external_labels) {
+    has_instance = has_instance || label.rfind("instance=", 0) == 0;
+  }
+  if (!has_instance) config.remote_write_external_labels.push_back("instance=" + node.hostname);
   node.agent = AgentNode::Create(config, std::move(seams), &status);
   if (!node.agent) {
     destroy_node(node.sim);

@@ -59,7 +59,9 @@ constexpr const char* kUsage =
     "  --version, --help\n"
     "\n"
     "Any other flag is an agent flag (gpuscope-agent --help) applied to every node, e.g.\n"
-    "--sink.remote-write.url=URL, --collector.gpu.interval=5s, --collector.host.\n";
+    "--sink.remote-write.url=URL, --collector.gpu.interval=5s, --collector.host, --config FILE (the\n"
+    "agent's YAML file, read once for all nodes). Per node the runner sets the Hostname, the listen address,\n"
+    "the mapping directory, the device map, the state directory and, for pushes, instance=<hostname>.\n";
 
 // The simulator beside the build tree's program: build/sim/fleet/gpuscope-fleet ->
 // build/sim/libnvidia-ml.so.1.
@@ -170,19 +172,13 @@ Status ParseFlags(const std::vector<std::string>& args, Flags* flags) {
 }
 
 // The agent settings every node shares: the fleet's defaults (GPU collector every 15 s, nothing that reads
-// this machine), then the agent flags given.
+// this machine), then the agent's own --config file if one is named, then the agent flags given.
 Status NodeAgentConfig(const std::vector<std::string>& agent_flags, gpuscope::AgentConfig* config) {
   gpuscope::BuiltinCollectors().FillDefaults(config);
   for (auto& [name, collector] : config->collectors) collector.enabled = name == "gpu";
   config->collectors["gpu"].interval = std::chrono::seconds(15);
-  Status status = gpuscope::ApplyFlags(agent_flags, config);
-  if (!status.ok()) return Status::InvalidArgument("agent flags: " + status.message());
-  // Checked with placeholders for what the runner sets per node.
-  gpuscope::AgentConfig check = *config;
-  check.hostname = "fleet-node-0001";
-  check.events_state_dir = "/tmp";
-  status = gpuscope::ValidateConfig(check);
-  if (!status.ok()) return Status::InvalidArgument("agent flags: " + status.message());
+  Status status = gpuscope::LoadConfig(agent_flags, config);
+  if (!status.ok()) return Status::InvalidArgument("agent settings: " + status.message());
   return Status::Ok();
 }
 

@@ -1,5 +1,5 @@
-"""Integration: nodes push their metrics by remote_write into a real Thanos Receive hashring (three
-receivers, replication factor 2) started from deploy/thanos/; one receiver is SIGKILLed mid-run and brought
+"""Integration: gpuscope-fleet's simulated nodes push their metrics by remote_write into a real Thanos
+Receive hashring (three receivers, replication factor 2) started from deploy/thanos/; one receiver is SIGKILLed mid-run and brought
 back on the same ports and TSDB. Proves that queries keep answering through the outage (every node's
 series and every sample stored before the kill still read back through thanos query), that the store
 refused pushes and the nodes' queues absorbed them (failed requests rose, nothing dropped, the queues grew
@@ -10,10 +10,13 @@ and sent its alerts to Alertmanager.
 Who pushes is start_pushers() alone; the rest of the test needs only each node's hostname and the URL of
 its /metrics.
 
-Usage: thanos_receive_test.py AGENT SIM_LIBRARY SCENARIO_DIR THANOS [TestClass ...]"""
+Usage: thanos_receive_test.py GPUSCOPE_FLEET SIM_LIBRARY SCENARIO_DIR THANOS [TestClass ...]"""
 
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +29,7 @@ import fleet  # noqa: E402
 import harness  # noqa: E402
 import thanos  # noqa: E402
 
-AGENT, SIM, SCENARIOS, THANOS = sys.argv[1:5]
+FLEET, SIM, SCENARIOS, THANOS = sys.argv[1:5]
 PUSH_INTERVAL_S = 1
 NODES = 3
 KILLED = 1  # the receiver SIGKILLed: node 1 pushes to it directly, nodes 0 and 2 through the others
@@ -49,10 +52,11 @@ class Pusher:
 
 
 def start_pushers(remote_write_urls, workdir):
-    """NODES gpuscope-agent processes on the simulator (a healthy training node; node 0's GPU 5 has a
-    double-bit ECC error DBE_AT_S into the run), node i pushing to remote_write_urls[i % len] every
-    PUSH_INTERVAL_S with deploy/thanos/agent-remote-write.yaml (its receiver URL and node name
-    substituted). Returns [Pusher]."""
+    """NODES simulated nodes of gpuscope-fleet (a healthy training node each; node 0's GPU 5 has a double-bit
+    ECC error DBE_AT_S into the run), node i pushing to remote_write_urls[i % len] every PUSH_INTERVAL_S with
+    deploy/thanos/agent-remote-write.yaml (its receiver URL substituted; the fleet gives each node its own
+    instance label). One fleet process per receiver, as nodes spread over a ring's receivers: node 1 pushes
+    straight to the receiver that is killed. Returns [Pusher]."""
     with open(os.path.join(thanos.DEPLOY, "agent-remote-write.yaml")) as f:
         reference = f.read()
     with open(os.path.join(SCENARIOS, "h100-training.yaml")) as f:
@@ -62,24 +66,60 @@ def start_pushers(remote_write_urls, workdir):
     faulty = os.path.join(workdir, "h100-training-dbe.yaml")
     with open(faulty, "w") as f:
         f.write(healthy.replace("\nfaults: []\n", f"\nfaults:\n  - {{type: dbe, gpu: 5, at: {DBE_AT_S}}}\n"))
-    for placeholder in ("http://thanos-receive.example:19291/api/v1/receive", "gpu-node-0001"):
-        if placeholder not in reference:
-            raise AssertionError(f"agent-remote-write.yaml no longer has {placeholder!r}")
+    url_placeholder = "http://thanos-receive.example:19291/api/v1/receive"
+    if url_placeholder not in reference:
+        raise AssertionError(f"agent-remote-write.yaml no longer has {url_placeholder!r}")
+    # The reference's per-node instance label is what the fleet sets for each node itself.
+    reference = re.sub(r",\s*instance=[^\],]*", "", reference)
     pushers = []
     for i in range(NODES):
-        hostname = f"thanos-node-{i}"
-        config = os.path.join(workdir, f"{hostname}.yaml")
+        prefix = f"thanos-node-{i}-"
+        config = os.path.join(workdir, f"node-{i}.yaml")
         with open(config, "w") as f:
-            f.write(reference.replace("http://thanos-receive.example:19291/api/v1/receive",
-                                      remote_write_urls[i % len(remote_write_urls)])
-                    .replace("gpu-node-0001", hostname))
-        scenario = faulty if i == 0 else os.path.join(SCENARIOS, "h100-training.yaml")
-        agent = harness.Agent(AGENT, SIM, scenario, extra_args=[
-            "--config", config, "--gpu.hostname", hostname,
-            "--sink.remote-write.interval", f"{PUSH_INTERVAL_S}s",
-            "--events.state-dir", os.path.join(workdir, hostname)])
-        pushers.append(Pusher(hostname, agent.url + "/metrics", agent.finish))
+            f.write(reference.replace(url_placeholder, remote_write_urls[i % len(remote_write_urls)]))
+        description = os.path.join(workdir, f"fleet-{i}.yaml")
+        with open(description, "w") as f:
+            f.write(f"nodes: 1\nhostname_prefix: {prefix}\nseed: {i + 1}\n"
+                    f"groups: [{{scenario: {faulty if i == 0 else os.path.join(SCENARIOS, 'h100-training.yaml')}}}]\n")
+        runner = FleetProcess(description, config, os.path.join(workdir, f"fleet-{i}"))
+        pushers.append(Pusher(f"{prefix}0001", f"http://{runner.targets[0]}/metrics", runner.stop))
     return pushers
+
+
+class FleetProcess:
+    """gpuscope-fleet with the description and agent config given, pushing every PUSH_INTERVAL_S; learns its
+    nodes' addresses from its file_sd file. stop(show_log=False) ends it (its log's tail first when show_log)."""
+
+    def __init__(self, description, config, workdir):
+        os.makedirs(workdir, exist_ok=True)
+        file_sd = os.path.join(workdir, "targets.json")
+        self.log_path = os.path.join(workdir, "fleet.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [FLEET, "--fleet", description, "--file-sd", file_sd, "--state-dir", os.path.join(workdir, "state"),
+             "--nvml.library", SIM, "--log.level", "warn", "--config", config,
+             f"--collector.gpu.interval={PUSH_INTERVAL_S}s", f"--sink.remote-write.interval={PUSH_INTERVAL_S}s"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+        def written():
+            if self.process.poll() is not None:
+                raise AssertionError(f"gpuscope-fleet exited with {self.process.returncode}: {self.read_log()}")
+            return os.path.exists(file_sd)
+        harness.wait_for(written, 60, "gpuscope-fleet's file_sd targets")
+        with open(file_sd) as f:
+            self.targets = [address for group in json.load(f) for address in group["targets"]]
+
+    def read_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, show_log=False):
+        if self.process.poll() is None:
+            harness.terminate(self.process)
+        if not self.log.closed:
+            if show_log:
+                print(f"--- gpuscope-fleet log ---\n{self.read_log()[-4000:]}", file=sys.stderr)
+            self.log.close()
 
 
 def self_metrics(pusher):
