@@ -1,6 +1,6 @@
 """Integration: gpuscope-fleet's simulated nodes push their metrics by remote_write into a real Thanos Receive
-hashring (three receivers, replication factor 2) started from deploy/thanos/; one receiver is SIGKILLed mid-
-run and brought back on the same ports and TSDB. Proves that queries keep answering through the outage
+hashring (three receivers, replication factor 2) started from deploy/thanos/; one receiver is SIGKILLed
+mid-run and brought back on the same ports and TSDB. Proves that queries keep answering through the outage
 (every node's series and every sample stored before the kill still read back through thanos query), that the
 store refused pushes and the nodes' queues absorbed them (failed requests rose, nothing dropped, the queues
 grew and drained), that no sample was lost (a chosen series of every node holds one sample per batch the
