@@ -172,9 +172,9 @@ class FleetScaleTest(unittest.TestCase):
                 return False
         return True
 
-    def by(self, promql, label):
-        """{label value: value} of an instant query."""
-        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.prometheus.query(promql)}
+    def by(self, promql, label, at=None):
+        """{label value: value} of an instant query (at `at`, Unix seconds, when given)."""
+        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.prometheus.query(promql, at)}
 
     def test_every_target_is_up_with_its_node_label(self):
         self.assertEqual(len(self.targets), NODES)
@@ -188,8 +188,11 @@ class FleetScaleTest(unittest.TestCase):
     def test_each_node_stores_the_series_it_exposes(self):
         # Scraped series only: not up and scrape_*, which Prometheus adds, nor the records of rules that
         # keep the job label (gpuscope:gpu_utilisation:ratio and others, named with colons).
-        stored = self.by('count by (node) ({job="gpuscope", __name__!~"up|scrape_.+|.+:.+"})', "node")
-        scraped = self.by('scrape_samples_scraped{job="gpuscope"}', "node")
+        # Both at one instant, two intervals back: every scrape before it is committed, so a job that starts
+        # or ends between the two queries cannot change one count and not the other.
+        at = time.time() - 2 * INTERVAL_S
+        stored = self.by('count by (node) ({job="gpuscope", __name__!~"up|scrape_.+|.+:.+"})', "node", at)
+        scraped = self.by('scrape_samples_scraped{job="gpuscope"}', "node", at)
         self.assertEqual(set(stored), {hostname(i) for i in range(NODES)})
         # One node of each scenario read directly: its own /metrics has as many samples as Prometheus got.
         seen = {}
