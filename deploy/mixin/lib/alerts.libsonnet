@@ -186,7 +186,9 @@ function(cfg)
     ),
     alert(
       'GpuNvlinkErrorsRising',
-      'sum by (%s, link) (rate(%s[%s])) > %g' % [gpuBy, gpuSel('gpuscope_nvlink_errors_total', 'counter=~"crc_flit|crc_data|replay|recovery"'), w.nvlink, t.nvlinkErrorsPerSecond],
+      // Only the counters that rise are summed (rates are never negative, so the sums over the threshold
+      // are the same): the sum groups a few series instead of every link of the fleet.
+      'sum by (%s, link) (rate(%s[%s]) > 0) > %g' % [gpuBy, gpuSel('gpuscope_nvlink_errors_total', 'counter=~"crc_flit|crc_data|replay|recovery"'), w.nvlink, t.nvlinkErrorsPerSecond],
       f.nvlinkErrors,
       'ticket',
       cfg.teams.infra,
