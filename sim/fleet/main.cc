@@ -60,8 +60,9 @@ constexpr const char* kUsage =
     "\n"
     "Any other flag is an agent flag (gpuscope-agent --help) applied to every node, e.g.\n"
     "--sink.remote-write.url=URL, --collector.gpu.interval=5s, --collector.host, --config FILE (the\n"
-    "agent's YAML file, read once for all nodes). Per node the runner sets the Hostname, the listen address,\n"
-    "the mapping directory, the device map, the state directory and, for pushes, instance=<hostname>.\n";
+    "agent's YAML file, read once for all nodes). Per node the runner sets the Hostname, the listen\n"
+    "address, the mapping directory, the device map, the state directory and, for pushes,\n"
+    "instance=<hostname>.\n";
 
 // The simulator beside the build tree's program: build/sim/fleet/gpuscope-fleet ->
 // build/sim/libnvidia-ml.so.1.
