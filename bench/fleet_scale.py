@@ -19,8 +19,8 @@ Figures are reported, never asserted. Not part of the test run.
                          [--compare-rules REV] [--out bench/results/fleet_scale.md] [--json FILE]
 
 Writes the Markdown report (with --out) and the raw figures as JSON (with --json); prints progress on
-stderr and the report on stdout. The section of the same load pushed to the Thanos Receive ring is
-thanos_receive_point() below, not yet measured.
+stderr and the report on stdout. The same load pushed to the Thanos Receive ring of deploy/thanos/ is
+bench/fleet_push.py's (bench/results/fleet_push.md).
 """
 
 import argparse
@@ -238,7 +238,6 @@ def run_point(args, nodes, prometheus_bin, compare_dir):
             log(f"{nodes} nodes: the rules of {args.compare_rules}, over {args.window} s")
             point["compare_rules"] = {"revision": args.compare_rules,
                                       "rules": measure_rules(prometheus, args.window)}
-        point["thanos_receive"] = thanos_receive_point(args, nodes)
         return point
     finally:
         if prometheus is not None:
@@ -254,18 +253,6 @@ def run_point(args, nodes, prometheus_bin, compare_dir):
             with open(os.path.join(work, "fleet.log")) as f:
                 log(f"fleet exited with {fleet.returncode}: {f.read()[-2000:]}")
         shutil.rmtree(work, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# THE SAME LOAD PUSHED TO THE THANOS RECEIVE RING (to be filled by the lead after merging the Thanos
-# harness): start the ring (hashring, replication), run the same fleet with
-# --sink.remote-write.url=<a receive endpoint> --sink.remote-write.interval=15s, and return for the table
-# section "The same load pushed to the Thanos Receive ring" of the report: receivers' CPU (cores), RSS
-# (MiB), disk (bytes on disk after the window) and bytes per sample, samples/s received, and the fleet's
-# CPU with the push sinks on. None: not measured (the report says so).
-# ---------------------------------------------------------------------------------------------------------
-def thanos_receive_point(args, nodes):  # noqa: ARG001 - the lead's signature to fill
-    return None
 
 
 def fmt(x, digits=0):
@@ -337,16 +324,8 @@ def render(points, args, started_at):
             out.append(f"| {key[0]} | `{key[1]}` | "
                        + (f"{fmt(a['mean_s'] * 1000, 1)} / {fmt(a['max_s'] * 1000, 1)}" if a else "-") + " | "
                        + (f"{fmt(b['mean_s'] * 1000, 1)} / {fmt(b['max_s'] * 1000, 1)}" if b else "-") + " |")
-    out += ["", "## The same load pushed to the Thanos Receive ring", ""]
-    if any(p.get("thanos_receive") for p in points):
-        out += ["| nodes | receivers CPU cores | receivers RSS MiB | disk bytes/sample | samples/s |",
-                "|---|---|---|---|---|"]
-        for p in points:
-            t = p.get("thanos_receive") or {}
-            out.append(f"| {p['nodes']:,} | {fmt(t.get('cpu_cores'), 2)} | {fmt(t.get('rss_mib'))} | "
-                       f"{fmt(t.get('bytes_per_sample'), 2)} | {fmt(t.get('samples_per_s'))} |")
-    else:
-        out.append("Not measured yet (thanos_receive_point() in bench/fleet_scale.py).")
+    out += ["", "## The same load pushed to the Thanos Receive ring", "",
+            "Measured by bench/fleet_push.py: bench/results/fleet_push.md."]
     return "\n".join(out) + "\n"
 
 

@@ -64,7 +64,9 @@ function(cfg)
   local hardware = [
     alert(
       'GpuEccDoubleBitError',
-      'sum by (%s) (increase(%s[%s])) > 0' % [gpuBy, gpuSel('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL'), w.eccDbe],
+      // newEvents: also a GPU whose count is already above zero when it is first scraped (an agent or a
+      // Prometheus that starts after the error), which increase() alone never sees.
+      newEvents(gpuSel('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL'), gpuBy, w.eccDbe),
       f.eccDbe,
       'page',
       cfg.teams.infra,
