@@ -49,7 +49,7 @@ class AllocatedIdle(unittest.TestCase):
             agent = harness.Agent(AGENT, SIM, os.path.join(ROOT, "sim", "scenarios", scenario), extra_args=[
                 "--hpc-job-mapping-dir", jobs, "--attribution.proc=false",
                 "--attribution.device-map-file", os.path.join(home, "devices")])
-            cls.addClassCleanup(agent.cleanup)
+            cls.addClassCleanup(agent.finish)
             cls.agents[name] = (agent, job, home)
 
     def test_a_gpu_held_by_a_process_that_computes_nothing_is_idle_after_the_window(self):
