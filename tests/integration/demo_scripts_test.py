@@ -2,7 +2,8 @@
 scripts/demo.sh (what scripts/run.sh starts) and scripts/single.sh (scripts/run.sh --single) are started
 in a process group of their own, as a terminal starts a command, and stopped with SIGINT sent to that
 group, as Ctrl-C does. Proves that Ctrl-C, also pressed twice, leaves none of their processes running
-and none of their temporary files behind (each runs with its own TMPDIR, which must end up empty), and
+and none of their temporary files behind (each runs with its own TMPDIR, which must end up empty), that
+the demo's larger fleet (--fleet, gpuscope-fleet) is scraped as the agents' job and stops with it, and
 that the single node's default scenario gets XID lines through the event path into gpuscope_events_total
 and gpuscope_xid_errors_total.
 
@@ -117,20 +118,8 @@ class DemoStopsCleanly(unittest.TestCase):
         self.assertGreaterEqual(len(demo.stragglers()), 11, "the stack's processes are recognised")
         return demo
 
-    def test_ctrl_c_stops_the_demo_and_removes_its_temporary_files(self):
-        demo = self.start_demo()
-        demo.ctrl_c()
-        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
-
-    def test_a_second_ctrl_c_while_stopping_still_removes_the_temporary_files(self):
-        demo = self.start_demo()
-        demo.ctrl_c()
-        demo.wait_for_line("Stopping the fleet", 30)
-        demo.ctrl_c()
-        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
-
-
-    def test_the_larger_fleet_is_scraped_as_the_agents_job_and_ctrl_c_stops_it_too(self):
+    def test_ctrl_c_stops_the_demo_and_its_larger_fleet_and_removes_its_temporary_files(self):
+        # --fleet: the nodes of gpuscope-fleet are scraped as the agents' job, with their jobs, and stop too.
         demo = self.start_demo("--fleet", "5")
         demo.wait_for_line("fleet-node-0001 .. 0005", 10)
         prometheus = next(re.search(r"(http://127\.0\.0\.1:\d+)", line).group(1) for line in demo.output
@@ -142,6 +131,13 @@ class DemoStopsCleanly(unittest.TestCase):
         harness.wait_for(fleet_up, 90, "the five fleet nodes scraped as job=\"gpuscope\"")
         jobs = prom_query(prometheus, 'count(count by (hpc_job) (DCGM_FI_DEV_GPU_TEMP{Hostname=~"fleet-node-.*"}))')
         self.assertTrue(jobs and float(jobs[0]["value"][1]) >= 1, "the fleet's nodes carry their jobs")
+        demo.ctrl_c()
+        self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
+
+    def test_a_second_ctrl_c_while_stopping_still_removes_the_temporary_files(self):
+        demo = self.start_demo()
+        demo.ctrl_c()
+        demo.wait_for_line("Stopping the fleet", 30)
         demo.ctrl_c()
         self.assertEqual((demo.wait(60), demo.left_behind(), demo.stragglers()), (130, [], []))
 
