@@ -28,7 +28,6 @@ import datetime
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -242,12 +241,7 @@ def run_point(args, nodes, prometheus_bin, compare_dir):
     finally:
         if prometheus is not None:
             prometheus.stop()
-        fleet.send_signal(signal.SIGTERM)
-        try:
-            fleet.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            fleet.kill()
-            fleet.wait()
+        harness.terminate(fleet, timeout=120)
         fleet_log.close()
         if fleet.returncode != 0:
             with open(os.path.join(work, "fleet.log")) as f:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -126,13 +125,7 @@ class FleetScaleTest(unittest.TestCase):
                     print(f"--- prometheus log ---\n{f.read()[-3000:]}", file=sys.stderr)
             cls.prometheus.stop()
             cls.prometheus = None
-        if cls.fleet.poll() is None:
-            cls.fleet.send_signal(signal.SIGTERM)
-            try:
-                cls.fleet.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                cls.fleet.kill()
-                cls.fleet.wait()
+        harness.terminate(cls.fleet, timeout=60)
         cls.fleet_log.close()
         if show_logs or cls.fleet.returncode != 0:
             with open(os.path.join(cls.work, "fleet.log")) as f:
