@@ -14,6 +14,7 @@ namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<int> g_format{static_cast<int>(LogFormat::kLogfmt)};
 Mutex g_write_mu;  // one line at a time on stderr
+std::atomic<LogRecordWriter> g_journal_writer{nullptr};
 
 std::string_view LevelName(LogLevel level) {
   switch (level) {
@@ -98,8 +99,13 @@ std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel leve
 
 void Log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields) {
   if (!LogEnabled(level)) return;
-  std::string line =
-      FormatLogLine(static_cast<LogFormat>(g_format.load()), NowRfc3339(), level, message, fields);
+  const auto format = static_cast<LogFormat>(g_format.load());
+  if (format == LogFormat::kJournal) {
+    MutexLock lock(&g_write_mu);
+    g_journal_writer.load()(level, message, fields);
+    return;
+  }
+  std::string line = FormatLogLine(format, NowRfc3339(), level, message, fields);
   MutexLock lock(&g_write_mu);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
@@ -124,10 +130,14 @@ bool SetLogFormat(std::string_view name) {
     g_format.store(static_cast<int>(LogFormat::kLogfmt));
   } else if (name == "json") {
     g_format.store(static_cast<int>(LogFormat::kJson));
+  } else if (name == "journal" && g_journal_writer.load() != nullptr) {
+    g_format.store(static_cast<int>(LogFormat::kJournal));
   } else {
     return false;
   }
   return true;
 }
+
+void SetJournalWriter(LogRecordWriter writer) { g_journal_writer.store(writer); }
 
 }  // namespace gpuscope
