@@ -1,8 +1,10 @@
 #include "src/agent/agent.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "src/agent/agent_node.h"
 #include "src/agent/events.h"
@@ -16,6 +18,7 @@
 #include "src/core/log.h"
 #include "src/core/scheduler.h"
 #include "src/node/node_state.h"
+#include "src/platform/systemd.h"
 #include "src/sinks/prometheus/prometheus_endpoint.h"
 
 namespace gpuscope {
@@ -60,11 +63,32 @@ int WaitForTerminationSignal() {
   return received;
 }
 
+// Waits until every collector has completed its first cycle (what /readyz answers) or `limit` passed,
+// whichever is first; returns a termination signal that came meanwhile, else 0.
+int WaitUntilReady(const AgentNode& node, std::chrono::milliseconds limit) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!node.Health().ready && std::chrono::steady_clock::now() < deadline) {
+    const timespec poll{0, 20 * 1000 * 1000};
+    const int received = sigtimedwait(&signals, nullptr, &poll);
+    if (received > 0) return received;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunAgent(const AgentConfig& config) {
   SetLogLevel(config.log_level);
-  SetLogFormat(config.log_format);
+  SetJournalWriter(WriteJournalRecord);
+  if (config.log_format == "auto") {
+    SetLogFormat(StderrIsJournal() ? "journal" : "logfmt");
+  } else {
+    SetLogFormat(config.log_format);
+  }
   if (config.print_metrics_docs) return PrintMetricsDocs(config);
 
   Status status;
@@ -82,7 +106,18 @@ int RunAgent(const AgentConfig& config) {
     Log(LogLevel::kError, "cannot start", {{"error", status.ToString()}});
     return 1;
   }
-  int received = WaitForTerminationSignal();
+  // Type=notify: `systemctl start` returns, and units ordered after this one start, once every collector
+  // has run once, so that the first scrape gets a whole snapshot; after 30 s (NVML's first call can be
+  // slow on a node without the persistence daemon) READY=1 is sent anyway, as /metrics already serves.
+  int received = WaitUntilReady(*node, std::chrono::seconds(30));
+  if (received == 0) {
+    const std::string serving = "serving " + config.telemetry_path + " on " + config.listen_address;
+    NotifyServiceManager(
+        "READY=1\nSTATUS=" + serving +
+        (node->Health().ready ? "" : " (a collector has not completed its first cycle yet)"));
+    received = WaitForTerminationSignal();
+  }
+  NotifyServiceManager("STOPPING=1\nSTATUS=shutting down");
   Log(LogLevel::kInfo, "shutting down", {{"signal", received == SIGTERM ? "SIGTERM" : "SIGINT"}});
   node->Stop();
   Log(LogLevel::kInfo, "stopped");

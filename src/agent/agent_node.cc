@@ -255,6 +255,8 @@ Status AgentNode::Start() {
 
 // Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
 // profiling metrics) are present too, then the exposition on stdout. 0 when healthy.
+HealthReport AgentNode::Health() const { return parts_->scheduler.Health(); }
+
 int AgentNode::RunOnce() {
   Parts& p = *parts_;
   p.scheduler.RunOnce();

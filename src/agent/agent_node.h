@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/agent/config.h"
+#include "src/core/health.h"
 #include "src/core/status.h"
 
 namespace gpuscope {
@@ -58,6 +59,8 @@ class AgentNode {
 
   // The /metrics endpoint's bound port (after Start; 0 before).
   int port() const;
+  // What /healthz and /readyz answer now.
+  HealthReport Health() const;
 
  private:
   struct Parts;
