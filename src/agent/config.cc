@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <variant>
@@ -381,16 +382,46 @@ Status ApplyFlags(const std::vector<std::string>& args, AgentConfig* config) {
   return Status::Ok();
 }
 
+namespace {
+
+// Appends the *.yml and *.yaml files of `directory` in name order (byte order, as ls -U | sort in the C
+// locale). Dot files (an editor's swap file) and anything not a regular file are left out.
+Status ListConfigDirectory(const std::string& directory, std::vector<std::string>* files) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::vector<std::string> found;
+  fs::directory_iterator it(directory, error);
+  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with('.') || !(name.ends_with(".yml") || name.ends_with(".yaml"))) continue;
+    std::error_code type_error;
+    if (!it->is_regular_file(type_error)) continue;
+    found.push_back(it->path().string());
+  }
+  if (error) return Status::NotFound("cannot read config directory " + directory + ": " + error.message());
+  std::sort(found.begin(), found.end());
+  files->insert(files->end(), found.begin(), found.end());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config) {
   // First pass: only to learn --config, so that the file applies before the flags that override it.
   AgentConfig probe = *config;
   Status status = ApplyFlags(args, &probe);
   if (!status.ok()) return status;
-  if (!probe.config_file.empty()) {
-    std::optional<std::string> text = ReadWholeFile(probe.config_file);
-    if (!text) return Status::NotFound("cannot read config file " + probe.config_file);
+  std::vector<std::string> files;
+  if (!probe.config_file.empty()) files.push_back(probe.config_file);
+  if (!probe.config_dir.empty()) {
+    status = ListConfigDirectory(probe.config_dir, &files);
+    if (!status.ok()) return status;
+  }
+  for (const std::string& file : files) {
+    std::optional<std::string> text = ReadWholeFile(file);
+    if (!text) return Status::NotFound("cannot read config file " + file);
     status = ApplyConfigYaml(*text, config);
-    if (!status.ok()) return Status::InvalidArgument(probe.config_file + ": " + status.message());
+    if (!status.ok()) return Status::InvalidArgument(file + ": " + status.message());
   }
   status = ApplyFlags(args, config);
   if (!status.ok()) return status;

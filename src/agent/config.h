@@ -44,6 +44,7 @@ struct RemoteWriteEndpointConfig {
 
 struct AgentConfig {
   std::string config_file;
+  std::string config_dir;  // *.yml/*.yaml applied after config_file in name order; empty: none
 
   // web
   std::string listen_address = ":9400";  // dcgm-exporter's port, so scrape configs need no change
@@ -149,12 +150,13 @@ struct AgentConfig {
 
   // log
   std::string log_level = "info";
-  std::string log_format = "logfmt";
+  std::string log_format = "auto";  // auto (journal under systemd, else logfmt), logfmt, json, journal
 
   // modes
   bool once = false;                // collect once, print the exposition to stdout, exit
   bool print_metrics_docs = false;  // print docs/metrics.md to stdout, exit
   bool print_config_docs = false;   // print README.md's configuration section to stdout, exit
+  bool print_config_file = false;   // print a commented YAML file of the effective configuration, exit
   bool show_version = false;
   bool show_help = false;
 };
@@ -177,6 +179,11 @@ Status ValidateConfig(const AgentConfig& config);
 // --help: every flag with its help, default and allowed values, then the collectors' switches.
 // `defaults` is a default AgentConfig with the registry's collectors filled in.
 std::string FlagsHelp(const AgentConfig& defaults);
+
+// --print-config-file: a commented YAML configuration file of every key, each under its help text. The
+// keys whose value in `config` differs from `defaults` are written with that value; the others are
+// commented out at their defaults (the package's /etc/gpuscope/agent.yml is made this way).
+std::string CommentedConfigFile(const AgentConfig& defaults, const AgentConfig& config);
 
 // --print-config-docs: the markdown between the config-docs markers of README.md's Configuration
 // section: the flag table and a YAML file of every key at its default.

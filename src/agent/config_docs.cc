@@ -139,6 +139,45 @@ std::string YamlValue(const OptionSpec& option, const AgentConfig& config) {
                     option.field);
 }
 
+// One remote_write endpoint as a YAML flow mapping of the fields it sets.
+std::string EndpointYaml(const RemoteWriteEndpointConfig& endpoint) {
+  std::string out = "{url: " + YamlQuoted(endpoint.url);
+  auto add = [&out](std::string_view key, const std::string& value) {
+    if (!value.empty()) out += ", " + std::string(key) + ": " + YamlQuoted(value);
+  };
+  add("protocol", endpoint.protocol);
+  add("tenant", endpoint.tenant);
+  if (!endpoint.basic_auth_username.empty()) {
+    out += ", basic_auth: {username: " + YamlQuoted(endpoint.basic_auth_username) +
+           ", password_file: " + YamlQuoted(endpoint.basic_auth_password_file) + "}";
+  }
+  add("bearer_token_file", endpoint.bearer_token_file);
+  if (!endpoint.tls_ca_file.empty() || !endpoint.tls_cert_file.empty() || !endpoint.tls_key_file.empty()) {
+    out += ", tls: {ca_file: " + YamlQuoted(endpoint.tls_ca_file) +
+           ", cert_file: " + YamlQuoted(endpoint.tls_cert_file) +
+           ", key_file: " + YamlQuoted(endpoint.tls_key_file) + "}";
+  }
+  if (!endpoint.headers.empty()) {
+    out += ", headers: [";
+    for (size_t i = 0; i < endpoint.headers.size(); ++i)
+      out += (i ? ", " : "") + YamlQuoted(endpoint.headers[i]);
+    out += "]";
+  }
+  return out + "}";
+}
+
+// YamlValue, with the endpoints written out in full.
+std::string FullYamlValue(const OptionSpec& option, const AgentConfig& config) {
+  if (const auto* field = std::get_if<std::vector<RemoteWriteEndpointConfig> AgentConfig::*>(&option.field)) {
+    std::string out = "[";
+    for (const RemoteWriteEndpointConfig& endpoint : config.**field) {
+      out += (out.size() == 1 ? "" : ", ") + EndpointYaml(endpoint);
+    }
+    return out + "]";
+  }
+  return YamlValue(option, config);
+}
+
 // The YAML keys as a tree, in the table's order: a section appears where its first key does.
 struct YamlTree {
   std::string name;
@@ -166,7 +205,7 @@ void RenderYaml(const YamlTree& tree, const AgentConfig& defaults, int depth, st
   }
 }
 
-std::string DefaultsYaml(const AgentConfig& defaults) {
+YamlTree KeyTree() {
   YamlTree root;
   for (const OptionSpec& option : AgentOptions()) {
     if (option.yaml.empty()) continue;
@@ -179,8 +218,49 @@ std::string DefaultsYaml(const AgentConfig& defaults) {
     }
     node->option = &option;
   }
+  return root;
+}
+
+// True when a key under `tree` has another value in `config` than in `defaults`.
+bool SetsAKey(const YamlTree& tree, const AgentConfig& defaults, const AgentConfig& config) {
+  if (tree.option != nullptr)
+    return FullYamlValue(*tree.option, config) != FullYamlValue(*tree.option, defaults);
+  for (const YamlTree& child : tree.children) {
+    if (SetsAKey(child, defaults, config)) return true;
+  }
+  return false;
+}
+
+// The commented file: each key under its help; a key `config` sets is written as it is there, the others
+// commented out at their defaults; a section is written when a key under it is.
+void RenderCommentedYaml(const YamlTree& tree, const AgentConfig& defaults, const AgentConfig& config,
+                         int depth, std::string* out) {
+  const std::string indent(2 * depth, ' ');
+  for (const YamlTree& child : tree.children) {
+    const bool set = SetsAKey(child, defaults, config);
+    const std::string mark = set ? "" : "#";
+    if (child.option == nullptr) {
+      *out += "\n" + indent + mark + child.name + ":\n";
+      RenderCommentedYaml(child, defaults, config, depth + 1, out);
+      continue;
+    }
+    const OptionSpec& option = *child.option;
+    std::string help = std::string(option.help) + Constraints(option);
+    if (!option.flag.empty()) help += " Flag: --" + std::string(option.flag) + ".";
+    if (!option.default_text.empty()) help += " Default: " + std::string(option.default_text) + ".";
+    std::string comment = Wrapped(help, 0, 100 - indent.size() - 2);
+    for (size_t start = 0; start < comment.size();) {
+      const size_t end = comment.find('\n', start);
+      *out += indent + "# " + comment.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+    *out += indent + mark + child.name + ": " + FullYamlValue(option, set ? config : defaults) + "\n";
+  }
+}
+
+std::string DefaultsYaml(const AgentConfig& defaults) {
   std::string out;
-  RenderYaml(root, defaults, 0, &out);
+  RenderYaml(KeyTree(), defaults, 0, &out);
   out += "collectors:\n";
   for (const auto& [name, collector] : defaults.collectors) {
     out += "  " + name + ": {enabled: " + (collector.enabled ? "true" : "false") +
@@ -212,6 +292,33 @@ std::string FlagsHelp(const AgentConfig& defaults) {
   for (const auto& [name, collector] : defaults.collectors) {
     out += "  " + name + (collector.enabled ? " (enabled" : " (disabled") + ", every " +
            FormatDuration(collector.interval) + ")\n";
+  }
+  return out;
+}
+
+std::string CommentedConfigFile(const AgentConfig& defaults, const AgentConfig& config) {
+  std::string out =
+      "# gpuscope-agent configuration (YAML). Every key is listed under its help text; a key commented out\n"
+      "# (\"#key: value\") is at its default, shown there: delete the \"#\" to change it, and that of its\n"
+      "# section. Files in the --config.dir directory are applied after this one, and flags override both.\n"
+      "# The reference: gpuscope-agent --help, or README.md's Configuration section.\n";
+  RenderCommentedYaml(KeyTree(), defaults, config, 0, &out);
+  out += "\n# Collectors: switch with enabled, set how often they run with interval.\n";
+  bool collectors_set = false;
+  for (const auto& [name, collector] : config.collectors) {
+    const auto it = defaults.collectors.find(name);
+    if (it == defaults.collectors.end() || it->second.enabled != collector.enabled ||
+        it->second.interval != collector.interval) {
+      collectors_set = true;
+    }
+  }
+  out += std::string(collectors_set ? "" : "#") + "collectors:\n";
+  for (const auto& [name, collector] : config.collectors) {
+    const auto it = defaults.collectors.find(name);
+    const bool set = it == defaults.collectors.end() || it->second.enabled != collector.enabled ||
+                     it->second.interval != collector.interval;
+    out += std::string(set ? "  " : "  #") + name + ": {enabled: " + (collector.enabled ? "true" : "false") +
+           ", interval: " + FormatDuration(collector.interval) + "}\n";
   }
   return out;
 }

@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
     std::fputs(gpuscope::ConfigDocs(defaults).c_str(), stdout);
     return 0;
   }
+  if (config.print_config_file && status.ok()) {
+    std::fputs(gpuscope::CommentedConfigFile(defaults, config).c_str(), stdout);
+    return 0;
+  }
   if (config.show_version) {
     std::printf("gpuscope-agent %s (revision %s, %s)\n", std::string(gpuscope::Version()).c_str(),
                 std::string(gpuscope::Revision()).c_str(), std::string(gpuscope::Compiler()).c_str());

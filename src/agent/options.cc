@@ -14,7 +14,7 @@ constexpr std::string_view kSeverities[] = {"debug", "info", "warning", "error",
 constexpr std::string_view kLokiFormats[] = {"protobuf", "json"};
 constexpr std::string_view kRemoteWriteProtocols[] = {"1.0", "2.0", "auto"};
 constexpr std::string_view kLogLevels[] = {"debug", "info", "warn", "error"};
-constexpr std::string_view kLogFormats[] = {"logfmt", "json"};
+constexpr std::string_view kLogFormats[] = {"auto", "logfmt", "json", "journal"};
 constexpr std::string_view kTrainingTraces[] = {"slow", "all", "off"};
 
 constexpr std::string_view HostPort(std::string_view value) {
@@ -92,6 +92,14 @@ constexpr OptionSpec kOptions[] = {
      .flag = "config",
      .field = &AgentConfig::config_file,
      .help = "YAML configuration file; flags given as well override its values."},
+    {.yaml = "",
+     .flag = "config.dir",
+     .field = &AgentConfig::config_dir,
+     .help =
+         "Directory of more YAML configuration files (*.yml, *.yaml), applied after --config in name order, "
+         "each overriding the keys it sets (a list is replaced whole); flags still override them all. "
+         "One file per feature, as configuration management writes them.",
+     .default_text = "none"},
 
     {.yaml = "web.listen_address",
      .flag = "web.listen-address",
@@ -470,7 +478,9 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "log.format",
      .flag = "log.format",
      .field = &AgentConfig::log_format,
-     .help = "Log line format (json for log shippers).",
+     .help = "Log format: logfmt or json lines on stderr (json for log shippers), journal (the systemd "
+             "journal's native protocol: each field a journal field), or auto (journal when stderr is the "
+             "journal, as under systemd; else logfmt).",
      .choices = kLogFormats},
 
     {.yaml = "",
@@ -485,6 +495,12 @@ constexpr OptionSpec kOptions[] = {
      .flag = "print-config-docs",
      .field = &AgentConfig::print_config_docs,
      .help = "Print the configuration reference (README.md's Configuration section) and exit."},
+    {.yaml = "",
+     .flag = "print-config-file",
+     .field = &AgentConfig::print_config_file,
+     .help = "Print a commented YAML configuration file of every key and exit: the keys that --config, "
+             "--config.dir and the other flags set are written with their values, the others commented out "
+             "at their defaults."},
     {.yaml = "",
      .flag = "version",
      .field = &AgentConfig::show_version,

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "src/agent/registry.h"
 
@@ -391,6 +393,107 @@ TEST(AgentConfig, MissingConfigFileAndInvalidValuesAreReported) {
   EXPECT_THAT(LoadConfig({"--gpu.dcgm-compat=5"}, &config).message(), HasSubstr("dcgm_compat"));
   config = Defaults();
   EXPECT_THAT(LoadConfig({"--web.listen-address=9400"}, &config).message(), HasSubstr("host:port"));
+}
+
+// A fresh directory under the test's temporary directory.
+std::string FreshDirectory(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+TEST(AgentConfig, ConfigDirFilesApplyAfterTheFileInNameOrderAndFlagsStillWin) {
+  const std::string dir = FreshDirectory("gpuscope_config_dir_test");
+  WriteFile(dir + "/../gpuscope_config_dir_main.yml",
+            "gpu: {hostname: from-main}\nweb: {max_connections: 10}\nevents: {files: [/a.log, /b.log]}\n");
+  WriteFile(dir + "/20-sinks.yml",
+            "sinks: {loki: {url: \"http://loki:3100/loki/api/v1/push\"}}\n"
+            "web: {max_connections: 20}\n");
+  WriteFile(dir + "/10-node.yaml", "gpu: {hostname: from-dir}\nweb: {max_connections: 15}\n");
+  WriteFile(dir + "/30-events.yml", "events: {files: [/c.log]}\n");
+  // Not configuration: an editor's dot file, another suffix, a directory.
+  WriteFile(dir + "/.40-swap.yml", "web: {max_connections: 99}\n");
+  WriteFile(dir + "/50-notes.txt", "web: {max_connections: 98}\n");
+  std::filesystem::create_directories(dir + "/60-dir.yml");
+
+  AgentConfig config = Defaults();
+  Status status = LoadConfig({"--config", dir + "/../gpuscope_config_dir_main.yml", "--config.dir", dir,
+                              "--web.listen-address=127.0.0.1:9700"},
+                             &config);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(config.hostname, "from-dir");  // 10-node.yaml over the main file
+  EXPECT_EQ(config.max_connections, 20);   // 20-sinks.yml after 10-node.yaml
+  EXPECT_EQ(config.loki_url, "http://loki:3100/loki/api/v1/push");
+  EXPECT_THAT(config.events_files, ::testing::ElementsAre("/c.log"));  // a list is replaced whole
+  EXPECT_EQ(config.listen_address, "127.0.0.1:9700");                  // flags over every file
+}
+
+TEST(AgentConfig, ConfigDirProblemsNameTheDirectoryOrTheFile) {
+  AgentConfig config = Defaults();
+  EXPECT_THAT(LoadConfig({"--config.dir=/nonexistent/agent.d"}, &config).message(),
+              HasSubstr("cannot read config directory /nonexistent/agent.d"));
+  const std::string dir = FreshDirectory("gpuscope_config_dir_bad");
+  WriteFile(dir + "/10-typo.yml", "web: {max_conections: 3}\n");
+  config = Defaults();
+  const std::string message = LoadConfig({"--config.dir", dir}, &config).message();
+  EXPECT_THAT(message, HasSubstr("10-typo.yml"));
+  EXPECT_THAT(message, HasSubstr("max_conections"));
+}
+
+// The commented file with every key and section turned on: a "#" right before a name (not "# ", a
+// comment) deleted, so the file sets each key to the default it shows.
+std::string Uncommented(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line[first] == '#' && first + 1 < line.size() &&
+        line[first + 1] != ' ' && line[first + 1] != '"') {
+      line.erase(first, 1);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+TEST(AgentConfig, CommentedConfigFileIsValidAndSetsOnlyWhatDiffersFromTheDefaults) {
+  const AgentConfig defaults = Defaults();
+  AgentConfig config = defaults;
+  ASSERT_TRUE(ApplyFlags({"--hpc-job-mapping-dir=/run/gpuscope/jobs", "--events.journal",
+                          "--events.journal.match=_TRANSPORT=kernel", "--no-collector.host"},
+                         &config)
+                  .ok());
+  const std::string file = CommentedConfigFile(defaults, config);
+
+  // Every key is there, under its help text.
+  EXPECT_THAT(file, HasSubstr("\n#web:\n"));
+  EXPECT_THAT(file, HasSubstr("\n  #listen_address: \":9400\"\n"));
+  EXPECT_THAT(file, HasSubstr("--web.listen-address."));
+  EXPECT_THAT(file, HasSubstr("attribution:\n"));
+  EXPECT_THAT(file, HasSubstr("  hpc_job_mapping_dir: \"/run/gpuscope/jobs\"\n"));
+  EXPECT_THAT(file, HasSubstr("    matches: [\"_TRANSPORT=kernel\"]\n"));
+  EXPECT_THAT(file, HasSubstr("  host: {enabled: false, interval: 15s}\n"));
+
+  // Loaded as it is, it gives `config`; with every commented key uncommented, still `config` (the commented
+  // values are the defaults, written as the parser takes them).
+  for (const std::string& text : {file, Uncommented(file)}) {
+    AgentConfig loaded = defaults;
+    Status status = ApplyConfigYaml(text, &loaded);
+    ASSERT_TRUE(status.ok()) << status.ToString() << "\n" << text;
+    EXPECT_EQ(CommentedConfigFile(defaults, loaded), file);
+  }
+
+  // Nothing set: every key is commented out and the file still loads (an empty document).
+  const std::string untouched = CommentedConfigFile(defaults, defaults);
+  AgentConfig loaded = defaults;
+  EXPECT_TRUE(ApplyConfigYaml(untouched, &loaded).ok());
+  EXPECT_EQ(CommentedConfigFile(defaults, loaded), untouched);
 }
 
 TEST(AgentConfig, HelpListsFlagsAndCollectors) {
