@@ -49,13 +49,15 @@ EventSourceEntry FileSourceEntry() {
 }
 
 EventSourceEntry JournalSourceEntry() {
-  return {"journal", "the systemd journal, resumed by cursor",
+  return {"journal", "the systemd journal from this boot on, resumed by cursor",
           [](const AgentConfig& config) { return config.events_journal; },
           [](const AgentConfig& config, const EventSourceContext&) -> std::unique_ptr<EventSource> {
             JournalReader::Options o;
             o.directory = config.events_journal_directory;
             o.matches = config.events_journal_matches;
             o.checkpoint_path = CheckpointPath(config, "journal.cursor");
+            // A first start (no checkpoint) reads this boot's entries, as /dev/kmsg would hold them.
+            o.start = JournalReader::Start::kThisBoot;
             o.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
             o.max_entries_per_poll = 10000;
             return std::make_unique<JournalSource>(std::move(o));

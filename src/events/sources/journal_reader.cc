@@ -79,15 +79,8 @@ Status JournalReader::Open() {
   r = sd_journal_set_data_threshold(journal_, options_.max_line_bytes + kMessagePrefix.size() + 1);
   if (r < 0) return fail(Status::Unavailable(what + ": setting the data threshold: " + Errno(r)));
 
-  for (size_t i = 0; i < options_.matches.size(); ++i) {
-    const std::string& match = options_.matches[i];
-    if (i > 0 && (r = sd_journal_add_disjunction(journal_)) < 0) {
-      return fail(Status::Unavailable(what + ": adding a disjunction: " + Errno(r)));
-    }
-    if ((r = sd_journal_add_match(journal_, match.data(), match.size())) < 0) {
-      return fail(Status::InvalidArgument("journal match \"" + match + "\" (want FIELD=value): " + Errno(r)));
-    }
-  }
+  Status matched = AddMatches();
+  if (!matched.ok()) return fail(matched);
 
   // The inotify descriptor: without it sd_journal_process() never learns of files added by rotation.
   if ((r = sd_journal_get_fd(journal_)) < 0) {
@@ -95,6 +88,20 @@ Status JournalReader::Open() {
   }
   Status positioned = Position();
   if (!positioned.ok()) return fail(positioned);
+  return Status::Ok();
+}
+
+Status JournalReader::AddMatches() {
+  int r = 0;
+  for (size_t i = 0; i < options_.matches.size(); ++i) {
+    const std::string& match = options_.matches[i];
+    if (i > 0 && (r = sd_journal_add_disjunction(journal_)) < 0) {
+      return Status::Unavailable("adding a disjunction: " + Errno(r));
+    }
+    if ((r = sd_journal_add_match(journal_, match.data(), match.size())) < 0) {
+      return Status::InvalidArgument("journal match \"" + match + "\" (want FIELD=value): " + Errno(r));
+    }
+  }
   return Status::Ok();
 }
 
@@ -116,7 +123,33 @@ Status JournalReader::Position() {
     }
   }
   int r = 0;
-  if (options_.start == Start::kTail) {
+  bool tail = options_.start == Start::kTail;
+  if (options_.start == Start::kThisBoot) {
+    // Does the journal hold an entry of this boot? libsystemd's seek to a boot it does not know lands on
+    // the oldest entry instead, so ask first, with the boot as the only match.
+    sd_id128_t boot;
+    if ((r = sd_id128_get_boot(&boot)) < 0)
+      return Status::Unavailable("journal: this boot's id: " + Errno(r));
+    char id[SD_ID128_STRING_MAX];
+    const std::string match = std::string("_BOOT_ID=") + sd_id128_to_string(boot, id);
+    sd_journal_flush_matches(journal_);
+    bool found = false;
+    if ((r = sd_journal_add_match(journal_, match.data(), match.size())) >= 0 &&
+        (r = sd_journal_seek_head(journal_)) >= 0 && (r = sd_journal_next(journal_)) >= 0) {
+      found = r > 0;
+    }
+    sd_journal_flush_matches(journal_);
+    if (r < 0) return Status::Unavailable("journal: looking for this boot's entries: " + Errno(r));
+    Status matched = AddMatches();
+    if (!matched.ok()) return matched;
+    if (found) {
+      if ((r = sd_journal_seek_monotonic_usec(journal_, boot, 0)) < 0)
+        return Status::Unavailable("journal: seek to this boot: " + Errno(r));
+      return Status::Ok();
+    }
+    tail = true;  // every entry is of an earlier boot: this boot's come after the newest
+  }
+  if (tail) {
     if ((r = sd_journal_seek_tail(journal_)) < 0)
       return Status::Unavailable("journal: seek to tail: " + Errno(r));
     // Step onto the newest entry so the next sd_journal_next() returns only what is written later.

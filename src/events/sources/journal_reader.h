@@ -6,9 +6,12 @@
 // the journal places the reader at the first entry still present after the cursor's position, which is
 // the oldest entry left when the vacuum removed everything older; that is counted (cursor_not_found)
 // and logged. An unreadable checkpoint is counted and ignored. Without a checkpoint the reader starts
-// at the oldest entry (Start::kHead) or after the newest (Start::kTail; an empty journal then counts
-// as head, so entries written before the first poll are not lost). With kTail the position reached is
-// checkpointed at once, so a restart never skips what arrived in between.
+// at the oldest entry (Start::kHead), after the newest (Start::kTail; an empty journal then counts
+// as head, so entries written before the first poll are not lost), or at the first entry of the running
+// boot (Start::kThisBoot: what /dev/kmsg would hold, so that a first start on a node with months of
+// persistent journal does not report old XIDs as new; entries of this boot written later are read as
+// they come). With kTail the position reached is checkpointed at once, so a restart never skips what
+// arrived in between.
 //
 // Rotation and vacuum: journal files added or removed in the directories are picked up on the next
 // PollOnce() (inotify, processed there); entries appended to open files are read as they come.
@@ -48,7 +51,7 @@ struct JournalEntry {
 
 class JournalReader {
  public:
-  enum class Start { kHead, kTail };  // where to begin without a checkpoint
+  enum class Start { kHead, kTail, kThisBoot };  // where to begin without a checkpoint
   struct Options {
     // A journal directory (e.g. /var/log/journal, its machine-id subdirectories included, or a
     // directory of .journal files). Empty: the local system journal (/var/log/journal and
@@ -100,6 +103,8 @@ class JournalReader {
 
  private:
   Status Position();
+  // Adds Options::matches (OR-ed) to the open journal.
+  Status AddMatches();
   bool Fill(JournalEntry& entry);  // false: the entry has no MESSAGE
   Status SaveCheckpoint();
 

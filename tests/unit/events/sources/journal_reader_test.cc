@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -205,6 +206,54 @@ TEST_F(EventsSourcesJournal, TailStartSkipsHistoryAndCheckpointsItsPositionSoARe
   Write("system.journal", Messages(5, 5));  // written while the agent is down
   JournalReader restarted(opts);
   EXPECT_EQ(Poll(restarted), (V{"m5"}));
+}
+
+// The running kernel's boot id, as the journal writes it (no dashes).
+std::string ThisBoot() {
+  std::string id = ReadWholeFile("/proc/sys/kernel/random/boot_id").value_or("");
+  std::string out;
+  for (char c : id) {
+    if (c != '-' && c != '\n') out.push_back(c);
+  }
+  return out;
+}
+
+// Entries first..last with MESSAGE=b<n> of the boot `boot`, after the fixed-boot ones in time.
+std::string BootMessages(int first, int last, const std::string& boot) {
+  std::string out = Messages(first, last);
+  for (size_t at = out.find(kBootId); at != std::string::npos; at = out.find(kBootId, at)) {
+    out.replace(at, std::string_view(kBootId).size(), boot);
+  }
+  for (int n = first; n <= last; ++n) {
+    const std::string m = "MESSAGE=m" + std::to_string(n) + "\n";
+    out.replace(out.find(m), m.size(), "MESSAGE=b" + std::to_string(n) + "\n");
+  }
+  return out;
+}
+
+TEST_F(EventsSourcesJournal, ThisBootStartSkipsEarlierBootsAndReadsThisOnesEntriesAsTheyCome) {
+  const std::string boot = ThisBoot();
+  ASSERT_EQ(boot.size(), 32u);
+  Write("system.journal", Messages(1, 3));  // an earlier boot's, months ago on a real node
+  JournalReader::Options opts = Opts();
+  opts.start = JournalReader::Start::kThisBoot;
+  {
+    JournalReader reader(opts);
+    EXPECT_EQ(Poll(reader), V{});  // nothing of this boot yet
+    Write("system.journal", BootMessages(4, 5, boot));
+    EXPECT_EQ(Poll(reader), (V{"b4", "b5"}));
+  }
+  Write("system.journal", BootMessages(6, 6, boot));  // while the agent is down
+  JournalReader restarted(opts);
+  EXPECT_EQ(Poll(restarted), (V{"b6"}));  // from the checkpoint, not from this boot's start again
+}
+
+TEST_F(EventsSourcesJournal, ThisBootStartOnAJournalThatHasItReadsItFromItsFirstEntry) {
+  Write("system.journal", Messages(1, 2) + BootMessages(3, 4, ThisBoot()));
+  JournalReader::Options opts = Opts(/*checkpoint=*/false);
+  opts.start = JournalReader::Start::kThisBoot;
+  JournalReader reader(opts);
+  EXPECT_EQ(Poll(reader), (V{"b3", "b4"}));
 }
 
 TEST_F(EventsSourcesJournal, TailStartOnAnEmptyJournalDeliversTheFirstFileCompletely) {
