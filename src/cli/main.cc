@@ -13,6 +13,7 @@
 #include "src/cli/inventory_command.h"
 #include "src/cli/job_command.h"
 #include "src/cli/top_command.h"
+#include "src/core/version.h"
 
 namespace gpuscope {
 namespace {
@@ -28,7 +29,7 @@ const std::vector<Command>& Commands() {
 std::string MainHelp() {
   std::string out =
       "gpuscope: read the GPU fleet's metrics (as gpuscope-agent exports them) from Prometheus.\n\n"
-      "Usage: gpuscope COMMAND [flags] [arguments]\n\nCommands:\n";
+      "Usage: gpuscope COMMAND [flags] [arguments]\n       gpuscope --version\n\nCommands:\n";
   size_t width = 0;
   for (const Command& c : Commands()) width = std::max(width, c.name.size());
   for (const Command& c : Commands()) {
@@ -42,6 +43,10 @@ int Main(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << MainHelp();
     return args.empty() ? kExitUsage : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::cout << "gpuscope " << Version() << " (revision " << Revision() << ")\n";
+    return 0;
   }
   for (const Command& command : Commands()) {
     if (command.name != args[0]) continue;
