@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -68,7 +69,8 @@ void BM_CollectSqueue100k(benchmark::State& state) {
     collector.Collect(out);
     benchmark::DoNotOptimize(out.data());
   }
-  std::system(("rm -rf '" + dir + "'").c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 BENCHMARK(BM_CollectSqueue100k)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -237,8 +237,9 @@ TEST_F(SlurmScripts, AReaderNeverSeesHalfAFileWhilePrologsAndEpilogsRun) {
   loop += Command("epilog", {{"SLURM_JOB_ID", "700"}}) + "; ";
   loop += Command("epilog", {{"SLURM_JOB_ID", "701"}}) + "; done";
   std::atomic<bool> done{false};
+  int loop_status = -1;
   std::thread writer([&] {
-    std::system(("/bin/bash -c " + Quote(loop)).c_str());
+    loop_status = std::system(("/bin/bash -c " + Quote(loop)).c_str());
     done = true;
   });
   int reads = 0;
@@ -268,6 +269,7 @@ TEST_F(SlurmScripts, AReaderNeverSeesHalfAFileWhilePrologsAndEpilogsRun) {
     }
   }
   writer.join();
+  EXPECT_EQ(loop_status, 0);
   EXPECT_GT(reads, 0) << "the reader saw the file at least once";
 }
 

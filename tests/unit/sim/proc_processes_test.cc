@@ -88,8 +88,8 @@ class SimProcNvml : public ::testing::Test {
     if (child_ == 0) {
       setenv(marker.c_str(), "1", 1);
       setenv("CUDA_VISIBLE_DEVICES", cuda_visible_devices, 1);
-      freopen("/dev/null", "w", stdout);
-      freopen("/dev/null", "w", stderr);
+      if (freopen("/dev/null", "w", stdout) == nullptr || freopen("/dev/null", "w", stderr) == nullptr)
+        _exit(126);
       execl("/bin/sleep", "sleep", "120", static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -45,7 +46,10 @@ class FakeSlurm {
     char pattern[] = "/tmp/gpuscope-slurm-sched-XXXXXX";
     dir_ = mkdtemp(pattern);
   }
-  ~FakeSlurm() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  ~FakeSlurm() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
 
   // The command prints `fixture` (a file of tests/fixtures/slurm; "" prints nothing) and exits 0.
   void Prints(const std::string& command, const std::string& fixture) {
