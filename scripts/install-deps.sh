@@ -58,6 +58,12 @@ packages=(
   libcairo2-dev            # cairo: `gpuscope job --plot` draws the job's time series as PNG or SVG
   fonts-dejavu-core        # a font cairo finds through fontconfig for the plot's title, ticks and legend
   gdb                      # bench/agent_footprint.sh: the agent's threads by role, from their backtraces
+  help2man                 # the packages' man pages, from gpuscope-agent --help and gpuscope --help
+  dpkg-dev                 # dpkg-shlibdeps: the .deb's library dependencies (CPack)
+  rpm                      # rpmbuild for the .rpm (CPack) and rpm -qp in its tests
+  lintian                  # the .deb checked against Debian's policy in the package tests
+  debootstrap              # the clean Debian 12 root the package tests install, upgrade and remove the .deb in
+  systemd-container        # systemd-nspawn: boots that root with systemd, so the installed unit runs for real
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.
@@ -107,3 +113,6 @@ fi
 # their pinned Go modules once per machine into a cache outside the repository (scripts/build-peers.sh);
 # later runs find them there and build nothing.
 "$root/scripts/build-peers.sh"
+
+# The clean Debian 12 root of the package tests (debootstrap once per machine, cached beside the peers).
+"$root/scripts/make-test-root.sh"
