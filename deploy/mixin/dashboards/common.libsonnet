@@ -215,7 +215,7 @@ function(cfg) {
       legend: '{{%s}}' % hpcJob,
       columnLinks: { [hpcJob]: $.cellLink($.uids.l4, 'job') },
       seriesLinks: [{ title: 'L4 job view', url: $.seriesLink($.uids.l4, 'job', hpcJob) }],
-      what: 'the job',
+      what: 'The job',
       click: 'its L4 view',
     },
     pod: {
@@ -225,7 +225,7 @@ function(cfg) {
       legend: '{{namespace}}/{{pod}}',
       columnLinks: { namespace: $.cellLink($.uids.kubernetes, 'namespace') },
       seriesLinks: [{ title: 'Kubernetes view of the namespace', url: $.seriesLink($.uids.kubernetes, 'namespace', 'namespace') }],
-      what: 'the pod (a GPU shared by time-slicing or MPS shows each pod)',
+      what: 'The pod (a GPU shared by time-slicing or MPS shows each pod)',
       click: 'the Kubernetes view of its namespace',
     },
   },
@@ -255,7 +255,7 @@ function(cfg) {
                [lib.target('count by (%s) (gpuscope_gpu_up{%s, %s})' % [std.join(', ', workload.labels), selector, workload.held], workload.legend)],
                w=w,
                links=workload.seriesLinks,
-               description='The %s that holds the GPU; click for %s.' % [workload.what, workload.click]),
+               description='%s that holds the GPU; click for %s.' % [workload.what, workload.click]),
   },
 
   // Annotations shared by the views that show GPU health: each XID, each double-bit ECC error, each
