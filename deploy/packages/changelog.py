@@ -50,13 +50,21 @@ def plain(text):
     return text.replace("`", "")
 
 
+def entry_lines(items, bullet, indent):
+    """An entry's items, each "Heading: text" wrapped at 78 columns under `bullet`."""
+    out = []
+    for heading, text in items:
+        body = plain(f"{heading}: {text}" if heading else text)
+        out.append(textwrap.fill(body, width=78, initial_indent=bullet, subsequent_indent=indent,
+                                 break_on_hyphens=False) + "\n")
+    return "".join(out)
+
+
 def debian(releases, maintainer):
     out = []
     for version, date, items in releases:
         out.append(f"gpuscope ({version}) unstable; urgency=medium\n\n")
-        for heading, text in items:
-            body = plain(f"{heading}: {text}" if heading else text)
-            out.append(textwrap.fill(body, width=78, initial_indent="  * ", subsequent_indent="    ", break_on_hyphens=False) + "\n")
+        out.append(entry_lines(items, "  * ", "    "))
         stamp = datetime.datetime(date.year, date.month, date.day, tzinfo=datetime.timezone.utc)
         out.append(f"\n -- {maintainer}  {stamp.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n\n")
     return "".join(out)
@@ -66,10 +74,7 @@ def rpm(releases, maintainer):
     out = []
     for version, date, items in releases:
         out.append(f"* {date.strftime('%a %b %d %Y')} {maintainer} - {version}\n")
-        for heading, text in items:
-            body = plain(f"{heading}: {text}" if heading else text)
-            out.append(textwrap.fill(body, width=78, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False) + "\n")
-        out.append("\n")
+        out.append(entry_lines(items, "- ", "  ") + "\n")
     return "".join(out).rstrip("\n") + "\n"
 
 

@@ -111,6 +111,8 @@ void Log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
   std::fflush(stderr);
 }
 
+std::string_view LogLevelName(LogLevel level) { return LevelName(level); }
+
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
 
 void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }

@@ -34,6 +34,8 @@ using LogRecordWriter = void (*)(LogLevel level, std::string_view message,
 // Installs the writer of LogFormat::kJournal (before SetLogFormat("journal")).
 void SetJournalWriter(LogRecordWriter writer);
 bool LogEnabled(LogLevel level);
+// The level's name as the log writes it: debug, info, warn, error.
+std::string_view LogLevelName(LogLevel level);
 
 // Formats one line without writing it (exposed for tests of the escaping).
 std::string FormatLogLine(LogFormat format, std::string_view time, LogLevel level, std::string_view message,

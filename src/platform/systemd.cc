@@ -28,20 +28,6 @@ int SyslogPriority(LogLevel level) {
   return 6;
 }
 
-std::string_view LevelWord(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
-}
-
 // Names the journal gives meaning to (systemd.journal-fields(7)) or that JournalFields sets itself: a log
 // field must not pose as one of them.
 bool IsReservedJournalName(std::string_view name) {
@@ -119,7 +105,7 @@ std::vector<std::string> JournalFields(std::string_view identifier, LogLevel lev
   out.push_back("MESSAGE=" + std::string(message));
   out.push_back("PRIORITY=" + std::to_string(SyslogPriority(level)));
   out.push_back("SYSLOG_IDENTIFIER=" + std::string(identifier));
-  out.push_back("GPUSCOPE_LEVEL=" + std::string(LevelWord(level)));
+  out.push_back("GPUSCOPE_LEVEL=" + std::string(LogLevelName(level)));
   for (const auto& [key, value] : fields) {
     std::string field = JournalFieldName(key);
     field.push_back('=');
