@@ -240,7 +240,7 @@ void RenderCommentedYaml(const YamlTree& tree, const AgentConfig& defaults, cons
     const bool set = SetsAKey(child, defaults, config);
     const std::string mark = set ? "" : "#";
     if (child.option == nullptr) {
-      *out += "\n" + indent + mark + child.name + ":\n";
+      out->append("\n").append(indent).append(mark).append(child.name).append(":\n");
       RenderCommentedYaml(child, defaults, config, depth + 1, out);
       continue;
     }
@@ -251,10 +251,11 @@ void RenderCommentedYaml(const YamlTree& tree, const AgentConfig& defaults, cons
     std::string comment = Wrapped(help, 0, 100 - indent.size() - 2);
     for (size_t start = 0; start < comment.size();) {
       const size_t end = comment.find('\n', start);
-      *out += indent + "# " + comment.substr(start, end - start) + "\n";
+      out->append(indent).append("# ").append(comment, start, end - start).append("\n");
       start = end + 1;
     }
-    *out += indent + mark + child.name + ": " + FullYamlValue(option, set ? config : defaults) + "\n";
+    out->append(indent).append(mark).append(child.name).append(": ");
+    out->append(FullYamlValue(option, set ? config : defaults)).append("\n");
   }
 }
 
