@@ -20,6 +20,16 @@ class BootedRoot:
 
     def __init__(self, tarball, binds=(), prepare=None):
         self.dir = tempfile.mkdtemp(prefix="gpuscope-root-", dir="/var/tmp")
+        self.log_path = self.dir + ".nspawn.log"
+        self.process = None
+        self._log = None
+        try:
+            self._boot(tarball, binds, prepare)
+        except BaseException:
+            self.stop()  # nothing of a root that did not boot is left behind
+            raise
+
+    def _boot(self, tarball, binds, prepare):
         subprocess.run(["tar", "-C", self.dir, "--numeric-owner", "-xf", tarball], check=True)
         # journald of a container reads /dev/kmsg only when told to.
         conf = self.path("/etc/systemd/journald.conf.d")
@@ -28,7 +38,6 @@ class BootedRoot:
             f.write("[Journal]\nReadKMsg=yes\n")
         if prepare:
             prepare(self)
-        self.log_path = os.path.join(self.dir + ".nspawn.log")
         arguments = ["systemd-nspawn", "--directory", self.dir, "--keep-unit", "--register=no", "--boot",
                      "--console=pipe", "--quiet", "--bind=/dev/kmsg", "--capability=CAP_SYSLOG",
                      f"--machine=gpuscope-{os.getpid()}"]
@@ -117,14 +126,16 @@ class BootedRoot:
             return ""
 
     def stop(self):
-        if self.process.poll() is None:
-            self.run("systemctl", "poweroff", "--no-block", check=False, timeout=30)
+        if self.process is not None and self.process.poll() is None:
+            if getattr(self, "leader", None):
+                self.run("systemctl", "poweroff", "--no-block", check=False, timeout=30)
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, 9)
                 self.process.wait()
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         try:
             os.unlink(self.log_path)
