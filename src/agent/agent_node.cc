@@ -253,10 +253,10 @@ Status AgentNode::Start() {
   return Status::Ok();
 }
 
-// Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
-// profiling metrics) are present too, then the exposition on stdout. 0 when healthy.
 HealthReport AgentNode::Health() const { return parts_->scheduler.Health(); }
 
+// Two cycles one interval apart (at most 1 s), so that values computed between two samples (GPM
+// profiling metrics) are present too, then the exposition on stdout. 0 when healthy.
 int AgentNode::RunOnce() {
   Parts& p = *parts_;
   p.scheduler.RunOnce();

@@ -259,14 +259,18 @@ void RenderCommentedYaml(const YamlTree& tree, const AgentConfig& defaults, cons
   }
 }
 
+// A collector's entry under collectors: as a YAML flow mapping.
+std::string CollectorYaml(const CollectorConfig& collector) {
+  return std::string("{enabled: ") + (collector.enabled ? "true" : "false") +
+         ", interval: " + FormatDuration(collector.interval) + "}";
+}
+
 std::string DefaultsYaml(const AgentConfig& defaults) {
   std::string out;
   RenderYaml(KeyTree(), defaults, 0, &out);
   out += "collectors:\n";
-  for (const auto& [name, collector] : defaults.collectors) {
-    out += "  " + name + ": {enabled: " + (collector.enabled ? "true" : "false") +
-           ", interval: " + FormatDuration(collector.interval) + "}\n";
-  }
+  for (const auto& [name, collector] : defaults.collectors)
+    out += "  " + name + ": " + CollectorYaml(collector) + "\n";
   return out;
 }
 
@@ -305,22 +309,16 @@ std::string CommentedConfigFile(const AgentConfig& defaults, const AgentConfig& 
       "# The reference: gpuscope-agent --help, or README.md's Configuration section.\n";
   RenderCommentedYaml(KeyTree(), defaults, config, 0, &out);
   out += "\n# Collectors: switch with enabled, set how often they run with interval.\n";
-  bool collectors_set = false;
+  // The collectors whose entry differs from its default, written active; the others commented out.
+  std::string entries;
+  bool any_set = false;
   for (const auto& [name, collector] : config.collectors) {
     const auto it = defaults.collectors.find(name);
-    if (it == defaults.collectors.end() || it->second.enabled != collector.enabled ||
-        it->second.interval != collector.interval) {
-      collectors_set = true;
-    }
+    const bool set = it == defaults.collectors.end() || CollectorYaml(it->second) != CollectorYaml(collector);
+    any_set = any_set || set;
+    entries += std::string(set ? "  " : "  #") + name + ": " + CollectorYaml(collector) + "\n";
   }
-  out += std::string(collectors_set ? "" : "#") + "collectors:\n";
-  for (const auto& [name, collector] : config.collectors) {
-    const auto it = defaults.collectors.find(name);
-    const bool set = it == defaults.collectors.end() || it->second.enabled != collector.enabled ||
-                     it->second.interval != collector.interval;
-    out += std::string(set ? "  " : "  #") + name + ": {enabled: " + (collector.enabled ? "true" : "false") +
-           ", interval: " + FormatDuration(collector.interval) + "}\n";
-  }
+  out += std::string(any_set ? "" : "#") + "collectors:\n" + entries;
   return out;
 }
 

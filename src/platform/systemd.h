@@ -1,7 +1,7 @@
-// The service manager seam: what the agent tells systemd (sd_notify: READY=1 once the metrics endpoint
-// listens, STOPPING=1 when it shuts down) and logging to the journal in its native, structured form (each
-// log field a journal field, PRIORITY from the level) when the service's stderr is the journal.
-// Without systemd every call is a no-op or says no: the agent runs the same under any supervisor.
+// The service manager seam: what the agent tells systemd (sd_notify: READY=1 once /metrics serves a first
+// whole snapshot, STOPPING=1 when it shuts down) and logging to the journal in its native, structured form
+// (each log field a journal field, PRIORITY from the level) when the service's stderr is the journal. Without
+// systemd every call is a no-op or says no: the agent runs the same under any supervisor.
 //
 // Thread-safety: free functions, safe from any thread. WriteJournalRecord is called under the log's lock.
 #pragma once

@@ -151,6 +151,16 @@ class Deb(unittest.TestCase):
         self.assertIn("rm -rf /var/lib/gpuscope", purge)  # only on purge
         self.assertEqual(scripts["postrm"].count("rm -rf /var/lib/gpuscope"), 1)
 
+    def test_the_example_agent_d_files_load_over_the_packaged_agent_yml(self):
+        # What a site copies to /etc/gpuscope/agent.d/ from /usr/share/gpuscope/examples/, with the packaged
+        # agent.yml, as the unit starts the agent: every key is one the agent takes.
+        examples = os.path.join(self.dir, "usr/share/gpuscope/examples")
+        self.assertEqual(sorted(os.listdir(examples)), ["kmsg.yml", "sinks.yml"])
+        text = run(AGENT, "--config", os.path.join(self.dir, "etc/gpuscope/agent.yml"), "--config.dir", examples,
+                   "--print-config-file")
+        self.assertIn('  kmsg_path: "/dev/kmsg"\n', text)
+        self.assertIn('    url: "https://loki.example.internal/loki/api/v1/push"\n', text)
+
     def test_the_wheel_is_the_projects_version_and_imports(self):
         wheel = os.path.join(self.dir, f"usr/share/gpuscope/python/gpuscope-{VERSION}-py3-none-any.whl")
         with zipfile.ZipFile(wheel) as z:
@@ -207,14 +217,16 @@ class Rpm(unittest.TestCase):
 
     def test_same_files_as_the_deb(self):
         rpm_files = set(self.query("--list").split())
-        deb_files = {"/" + line.split(None, 5)[5].lstrip("./").rstrip("/")
-                     for line in run("dpkg-deb", "-c", one(f"gpuscope_{VERSION}_amd64.deb")).splitlines()}
-        # The .deb also lists the system directories it passes through (/usr, /etc, ...), which the .rpm
-        # leaves to the filesystem package; every file and every directory of its own is in both.
-        self.assertLessEqual(rpm_files, deb_files)
-        missing = {p for p in deb_files - rpm_files
-                   if not os.path.isdir(p) and p not in ("/usr/lib/systemd", "/usr/lib/systemd/system")}
-        self.assertEqual(missing, set())
+        deb_entries = {}  # path: whether the .deb lists it as a directory
+        for line in run("dpkg-deb", "-c", one(f"gpuscope_{VERSION}_amd64.deb")).splitlines():
+            fields = line.split(None, 5)
+            deb_entries["/" + fields[5].lstrip("./").rstrip("/")] = fields[0].startswith("d")
+        # The .deb also lists the system directories it passes through (/usr, /etc, /usr/lib/systemd, ...),
+        # which the .rpm leaves to the filesystem and systemd packages; every file and every directory of
+        # its own is in both.
+        self.assertLessEqual(rpm_files, set(deb_entries))
+        self.assertEqual({p for p, is_dir in deb_entries.items() if not is_dir} - rpm_files, set())
+        self.assertEqual({p for p, is_dir in deb_entries.items() if is_dir and "gpuscope" in p} - rpm_files, set())
         self.assertLessEqual(PROMISED, rpm_files)
 
     def test_config_and_state_directory(self):
