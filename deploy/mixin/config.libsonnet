@@ -107,6 +107,19 @@
     queue: 'events',
   },
 
+  // Security (the agent's --ebpf families, gpuscope_ebpf_*, and Falco/Tetragon, gpuscope_security_events_total;
+  // docs/design/ebpf.md): the Falco priorities that page the security team (the agent writes Falco's
+  // priority in lower case; matched without regard to case all the same), and the users whose opens of other users' files below a watched
+  // directory are expected (a backup or indexing service's account; the `user` label of
+  // gpuscope_ebpf_file_foreign_opens_total): their opens raise no GpuJobCheckpointForeignAccess.
+  security: {
+    falcoCriticalPriorities: ['critical', 'alert', 'emergency'],
+    // Tetragon's events carry the agent's severity word as priority: `critical` is a policy's enforcing
+    // action (SIGKILL, override, signal): TetragonPolicyEnforced.
+    tetragonEnforcedPriorities: ['critical'],
+    foreignOpenIgnoredUsers: [],
+  },
+
   // XID catalog actions (the action label of gpuscope_xid_errors_total): which page infra, which go to
   // the job's owner as application errors; the rest (ignore) raise nothing.
   xid: {
@@ -152,6 +165,14 @@
     noisyNeighbour: '10m',
     podResourcesDown: '5m',
     apiServerFailing: '10m',
+    // Security: a connection outside the allow-list, another user's open below a watched directory and a
+    // critical Falco event are each one event (the counters' increase is the alert); a probe that is not
+    // loaded is waited on a little (the agent retries attaching to libraries that appear later).
+    unexpectedConnection: '0m',
+    foreignFileAccess: '0m',
+    falcoCritical: '0m',
+    tetragonEnforced: '0m',
+    ebpfProgramNotLoaded: '10m',
   },
 
   // Range windows of rates and increases.
@@ -177,6 +198,9 @@
     // A sink retrying (backoff > 0) throughout this window, or without a delivery for this long while
     // records wait in the queue, is failing; an agent younger than this is not judged.
     eventShipping: '15m',
+    // Security events (unexpected connections, foreign opens, Falco): how long an alert stays after the
+    // last event.
+    security: '15m',
   },
 
   // Kubernetes (the agent's --kubernetes series, gpuscope_k8s_*, and kube-state-metrics'): which team a
@@ -214,12 +238,15 @@
   // which it publishes docs/runbooks/ (e.g. its Git web view of the folder).
   runbookUrlBase: 'https://runbooks.example.invalid/gpuscope/',
 
-  // Team labels: hardware and the agent go to infra; utilisation and capacity to ml-platform; inference
-  // SLOs to the owning service: the series' own `team` label if the site relabels one in, else this default.
+  // Team labels: hardware and the agent go to infra; utilisation and capacity to ml-platform; security to
+  // security; inference SLOs to the owning service: the series' own `team` label if the site relabels one in, else this default.
   teams: {
     infra: 'infra',
     mlPlatform: 'ml-platform',
     serviceDefault: 'inference',
+    // The security alerts (connections outside the allow-list, other users' opens of a job's files,
+    // Falco, the eBPF probes' health) go to this team's receiver, `security`.
+    security: 'security',
   },
 
   alertmanager: {

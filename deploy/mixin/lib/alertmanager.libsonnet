@@ -1,11 +1,13 @@
 // Alertmanager configuration: routes by team, then severity (jobs' owners and namespaces' teams get
-// their own routes),
+// their own routes; the security team has one receiver for pages and tickets),
 // webhook receivers, and the inhibitions:
 //  - no utilisation alerts on draining or drained nodes (GpuNodeDraining, by node);
 //  - no utilisation or event-path alerts while the node's agent is down (GpuscopeAgentDown, by instance);
 //  - GPU-level alerts inhibited by node-level hardware or agent ones (page/ticket) on the same agent: the
 //    node's GPUs are gone or unmonitored. Node-level event alerts (an OOM kill, an NCCL timeout) hold
 //    back nothing.
+// Security alerts (category security) are held back by none of them: a connection, a file access or a
+// Falco event already seen stays worth a look whether or not the node's agent or GPUs are still up.
 function(cfg)
   local am = cfg.alertmanager;
   local l = cfg.labels;
@@ -16,7 +18,7 @@ function(cfg)
     { receiver: prefix + '-ticket', matchers: ['severity="ticket"'], repeat_interval: am.repeatInterval.ticket },
     { receiver: 'info', matchers: ['severity="info"'], repeat_interval: am.repeatInterval.info },
   ];
-  local receivers = ['infra-page', 'infra-ticket', 'ml-platform-page', 'ml-platform-ticket', 'job-owner', 'namespace-team', 'service-page', 'service-ticket', 'info'];
+  local receivers = ['infra-page', 'infra-ticket', 'ml-platform-page', 'ml-platform-ticket', 'job-owner', 'namespace-team', 'service-page', 'service-ticket', 'security', 'info'];
   {
     global: { resolve_timeout: am.resolveTimeout },
     route: {
@@ -43,6 +45,18 @@ function(cfg)
               repeat_interval: am.repeatInterval.ticket,
             },
           ] + bySeverity('ml-platform'),
+        },
+        {
+          // Security alerts (connections outside the allow-list, other users reading a job's files, Falco,
+          // the eBPF probes) go to the security team's one receiver, grouped per job; a page repeats as
+          // often as the others' pages.
+          matchers: ['team="%s"' % cfg.teams.security],
+          receiver: 'security',
+          group_by: am.groupBy + [l.job],
+          routes: [
+            { receiver: 'security', matchers: ['severity="page"'], repeat_interval: am.repeatInterval.page },
+            { receiver: 'info', matchers: ['severity="info"'], repeat_interval: am.repeatInterval.info },
+          ],
         },
         {
           // Alerts about a namespace's pods or quota (label tenant: the namespace) go to the namespace's

@@ -38,7 +38,7 @@ RUNBOOKS = os.path.join(ROOT, "docs", "runbooks")
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 SEVERITIES = {"page", "ticket", "info"}
-TEAMS = {"infra", "ml-platform"}
+TEAMS = {"infra", "ml-platform", "security"}
 # The one team label that is not a fixed team: the owning service (the series' team label, else the
 # config's default).
 SERVICE_TEAM = re.compile(r"^\{\{ with \$labels\.team \}\}\{\{ \. \}\}\{\{ else \}\}[a-z0-9-]+\{\{ end \}\}$")
@@ -184,6 +184,12 @@ ROUTE_CASES = [
     ({"team": "research", "tenant": "research-ns", "severity": "info"}, "info"),
     ({"team": "ml-platform", "tenant": "default", "severity": "ticket"}, "ml-platform-ticket"),
     ({"team": "infra", "tenant": "kube-system", "severity": "ticket"}, "infra-ticket"),
+    # The security team: one receiver for pages and tickets, never the job's owner nor a namespace's team.
+    ({"team": "security", "severity": "page"}, "security"),
+    ({"team": "security", "severity": "ticket"}, "security"),
+    ({"team": "security", "severity": "info"}, "info"),
+    ({"team": "security", "severity": "ticket", "owner": "alice"}, "security"),
+    ({"team": "security", "tenant": "research-ns", "severity": "ticket"}, "security"),
 ]
 
 
@@ -195,6 +201,8 @@ def expected_receiver(labels):
         return f"infra-{severity}"
     if team == "ml-platform":
         return "job-owner" if labels.get("owner") else f"ml-platform-{severity}"
+    if team == "security":
+        return "security"
     if labels.get("tenant"):
         return "namespace-team"
     return f"service-{severity}"
@@ -232,7 +240,8 @@ def check_routes():
 
 INHIBITORS = {"GpuNodeDraining", "GpuscopeAgentDown", "GpuNodeGpusMissing"}
 # Posted with the inhibitors, first: node-level pages/tickets that must hold nothing back (the event alerts).
-NOT_INHIBITORS = {"GpuNvswitchFatalError", "GpuNodeOomKills", "GpuscopeKubeletPodResourcesDown"}
+NOT_INHIBITORS = {"GpuNvswitchFatalError", "GpuNodeOomKills", "GpuscopeKubeletPodResourcesDown",
+                  "GpuscopeEbpfProgramNotLoaded"}
 
 
 def check_inhibitions():
@@ -276,6 +285,13 @@ def check_inhibitions():
         (alert("GpuPodAllocatedIdle", namespace="research-ns", pod="nb-1", tenant="research-ns", team="research",
                **n2, **gpu0), True),
         (alert("GpuscopeEventsLost", stage="kmsg", **n1), False),
+        # Security alerts are held back by nothing: what a job did stays visible while its node's agent is
+        # down (n2) or its GPUs are gone (n3); an eBPF probe not loaded on n4 holds back none of n4's alerts.
+        (alert("GpuJobUnexpectedConnection", hpc_job="2", destination="203.0.113.7:443", **n2), False),
+        (alert("FalcoCriticalEvent", rule="Terminal shell in container", priority="Critical", **n3), False),
+        (alert("GpuscopeEbpfProgramNotLoaded", program="connect", **n4), False),
+        (alert("GpuJobCheckpointForeignAccess", hpc_job="4", dir="/checkpoints", user="mallory", file_owner="bob",
+               **n4), False),
         # n3 lost GPUs (node-level page): its GPU-level alerts are held back; n1's are not.
         (alert("GpuNodeGpusMissing", **n3), False),
         (alert("GpuXidCritical", xid="79", action="reboot", **n3, **gpu0), True),
