@@ -105,6 +105,9 @@ struct AgentConfig {
   bool events_journal = false;                         // the systemd journal
   std::string events_journal_directory;                // empty: the system journal
   std::vector<std::string> events_journal_matches;     // "FIELD=value", OR-ed; empty: every entry
+  std::vector<std::string> events_falco_files;         // Falco's JSON output files (globs)
+  std::vector<std::string> events_tetragon_files;      // Tetragon's JSON export files (globs)
+  bool events_falco_http = false;                      // POST /api/v1/falco on the metrics listener
   std::string events_state_dir = "/var/lib/gpuscope";  // checkpoints and the sinks' queue
   std::string events_ship_severity = "info";           // debug, info, warning, error, critical
   int events_max_line_bytes = 64 * 1024;

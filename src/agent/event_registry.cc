@@ -7,6 +7,7 @@
 #include "src/events/sources/journal_source.h"
 #include "src/events/sources/kmsg_source.h"
 #include "src/events/sources/posted_source.h"
+#include "src/events/sources/security_source.h"
 #include "src/sinks/loki/loki_events.h"
 #include "src/sinks/otlp/otlp_events.h"
 #include "src/sinks/otlp/otlp_metrics_sink.h"
@@ -77,6 +78,31 @@ EventSourceEntry TrainingSourceEntry() {
                 "training", context.training_events != nullptr ? context.training_events : &none);
           },
           &PostedEventSource::Describe};
+}
+
+// Falco's or Tetragon's JSON events: the tool's files and, for Falco, what its http_output POSTed.
+EventSourceEntry SecuritySourceEntry(SecurityTool tool) {
+  const bool falco = tool == SecurityTool::kFalco;
+  return {falco ? "falco" : "tetragon",
+          falco ? "Falco's JSON output (--events.falco-file, and POST /api/v1/falco with --events.falco-http)"
+                : "Tetragon's JSON export (--events.tetragon-file)",
+          [falco](const AgentConfig& config) {
+            return falco ? !config.events_falco_files.empty() || config.events_falco_http
+                         : !config.events_tetragon_files.empty();
+          },
+          [tool, falco](const AgentConfig& config,
+                        const EventSourceContext& context) -> std::unique_ptr<EventSource> {
+            SecuritySource::Options o;
+            o.tool = tool;
+            o.files.globs = falco ? config.events_falco_files : config.events_tetragon_files;
+            o.files.checkpoint_path =
+                CheckpointPath(config, falco ? "falco.checkpoint" : "tetragon.checkpoint");
+            o.files.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
+            o.procfs = config.procfs;
+            if (falco && config.events_falco_http) o.posted = context.falco_events;
+            return std::make_unique<SecuritySource>(std::move(o));
+          },
+          &SecuritySource::Describe};
 }
 
 // "name=value" (validated by the options) as a pair.
@@ -267,6 +293,8 @@ const EventSourceRegistry& BuiltinEventSources() {
     MustRegister(r, FileSourceEntry());
     MustRegister(r, JournalSourceEntry());
     MustRegister(r, TrainingSourceEntry());
+    MustRegister(r, SecuritySourceEntry(SecurityTool::kFalco));
+    MustRegister(r, SecuritySourceEntry(SecurityTool::kTetragon));
     return r;
   }();
   return registry;

@@ -31,6 +31,9 @@ struct EventSourceContext {
   // The training collector's training_hang events (the "training" source); outlives the sources. Null:
   // that source reads nothing.
   PostedEvents* training_events = nullptr;
+  // Falco's events POSTed to the agent (--events.falco-http; the "falco" source); outlives the sources.
+  // Null: that source reads its files only.
+  PostedEvents* falco_events = nullptr;
 };
 
 struct EventSourceEntry {

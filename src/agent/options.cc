@@ -299,6 +299,23 @@ constexpr OptionSpec kOptions[] = {
      .field = &AgentConfig::events_journal_matches,
      .help = "Only journal entries with FIELD=value (several are OR-ed).",
      .default_text = "every entry"},
+    {.yaml = "events.falco_files",
+     .flag = "events.falco-file",
+     .field = &AgentConfig::events_falco_files,
+     .help = "Follow Falco's JSON output files this glob matches (json_output: true, file_output) for events "
+             "of class falco.",
+     .default_text = "none"},
+    {.yaml = "events.tetragon_files",
+     .flag = "events.tetragon-file",
+     .field = &AgentConfig::events_tetragon_files,
+     .help = "Follow Tetragon's JSON export files this glob matches (--export-filename) for events of class "
+             "tetragon.",
+     .default_text = "none"},
+    {.yaml = "events.falco_http",
+     .flag = "events.falco-http",
+     .field = &AgentConfig::events_falco_http,
+     .help = "Accept Falco's http_output at POST /api/v1/falco on the metrics listener (its TLS and basic "
+             "auth apply)."},
     {.yaml = "events.state_dir",
      .flag = "events.state-dir",
      .field = &AgentConfig::events_state_dir,

@@ -1,0 +1,164 @@
+#include "src/events/sources/security_source.h"
+
+#include <utility>
+
+#include "src/core/log.h"
+#include "src/parsers/proc_cgroup.h"
+#include "src/platform/file.h"
+
+namespace gpuscope {
+namespace {
+
+constexpr size_t kMaxCgroupFileBytes = 64 * 1024;
+constexpr std::chrono::seconds kErrorLogInterval{60};
+
+std::string_view ToolName(SecurityTool tool) { return tool == SecurityTool::kFalco ? "falco" : "tetragon"; }
+
+Status Parse(SecurityTool tool, std::string_view line, SecurityEvent* out) {
+  return tool == SecurityTool::kFalco ? ParseFalcoEvent(line, out) : ParseTetragonEvent(line, out);
+}
+
+// The Slurm job whose cgroup holds `pid` now; "" when none, or when the process is gone.
+std::string JobOfPid(const std::string& procfs, std::string_view pid) {
+  if (pid.empty() || procfs.empty()) return "";
+  std::optional<std::string> cgroup =
+      ReadWholeFile(procfs + "/" + std::string(pid) + "/cgroup", kMaxCgroupFileBytes);
+  if (!cgroup) return "";
+  std::optional<SlurmCgroup> job = ParseProcCgroup(*cgroup);
+  return job ? job->job_id : "";
+}
+
+}  // namespace
+
+Event SecurityEventToEvent(const SecurityEvent& parsed, const std::string& procfs) {
+  Event event;
+  event.event_class = std::string(ToolName(parsed.tool));
+  event.severity = ParseEventSeverity(parsed.severity).value_or(EventSeverity::kInfo);
+  event.summary = parsed.summary;
+  event.fields = {{"rule", parsed.rule}, {"priority", parsed.priority},
+                  {"pid", parsed.pid},   {"process", parsed.process},
+                  {"user", parsed.user}, {"container_id", parsed.container_id},
+                  {"pod", parsed.pod},   {"namespace", parsed.namespace_name}};
+  event.fields.insert(event.fields.end(), parsed.extra.begin(), parsed.extra.end());
+  if (std::string job = JobOfPid(procfs, parsed.pid); !job.empty()) {
+    event.fields.emplace_back("job_id", std::move(job));
+  }
+  return event;
+}
+
+Status SecurityEventForPost(std::string_view json, const std::string& procfs, PostedEvent* out) {
+  SecurityEvent parsed;
+  if (Status status = ParseFalcoEvent(json, &parsed); !status.ok()) return status;
+  out->event = SecurityEventToEvent(parsed, procfs);
+  out->line = std::string(json);
+  out->origin = "http_output";
+  out->time_unix_ns = parsed.time_unix_ns;
+  return Status::Ok();
+}
+
+SecuritySource::SecuritySource(Options options) : options_(std::move(options)) {
+  if (!options_.files.globs.empty()) tailer_.emplace(options_.files);
+  if (options_.posted != nullptr) posted_.emplace(std::string(Name()), options_.posted);
+}
+
+std::string_view SecuritySource::Name() const { return ToolName(options_.tool); }
+
+void SecuritySource::Count(std::string_view rule, std::string_view priority) {
+  MutexLock lock(&mu_);
+  std::string_view counted = rule;
+  if (rules_.find(rule) == rules_.end()) {
+    if (rules_.size() < options_.max_rules) {
+      rules_.emplace(rule);
+    } else {
+      counted = "other";  // bounded: a flood of generated rule names cannot grow the family
+    }
+  }
+  ++events_[{std::string(counted), std::string(priority)}];
+}
+
+void SecuritySource::ParseFailed(std::string_view origin, const Status& status) {
+  ++parse_errors_;
+  const auto now = std::chrono::steady_clock::now();
+  if (parse_errors_ > 1 && now - last_error_log_ < kErrorLogInterval) {
+    ++unlogged_errors_;
+    return;
+  }
+  last_error_log_ = now;
+  Log(LogLevel::kWarn, "security event not parsed",
+      {{"source", Name()},
+       {"origin", origin},
+       {"error", status.message()},
+       {"not_logged_since_last", std::to_string(unlogged_errors_)}});
+  unlogged_errors_ = 0;
+}
+
+Status SecuritySource::Poll(const Emit& emit) {
+  Status status = Status::Ok();
+  if (tailer_) {
+    status = tailer_->PollOnce([&](std::string_view path, std::string_view text) {
+      SecurityEvent parsed;
+      if (Status parse = Parse(options_.tool, text, &parsed); !parse.ok()) {
+        ParseFailed(path, parse);
+        return;
+      }
+      const Event event = SecurityEventToEvent(parsed, options_.procfs);
+      Count(event.Field("rule"), event.Field("priority"));
+      EventLine line;
+      line.text = text;
+      line.origin = path;
+      line.time_unix_ns = parsed.time_unix_ns;
+      line.event = &event;
+      emit(line);
+    });
+  }
+  if (posted_) {
+    // What Falco's http_output POSTed: already events (SecurityEventForPost), counted as they pass.
+    posted_->Poll([&](const EventLine& line) {
+      Count(line.event->Field("rule"), line.event->Field("priority"));
+      emit(line);
+    });
+  }
+  return status;
+}
+
+EventSource::Counters SecuritySource::counters() const {
+  Counters c;
+  if (tailer_) {
+    c.truncated_lines = tailer_->counters().truncated_lines;
+    c.read_errors = tailer_->counters().read_errors;
+  }
+  c.read_errors += parse_errors_;
+  return c;
+}
+
+void SecuritySource::AppendMetrics(std::vector<MetricFamily>& out) const {
+  std::vector<MetricDescription> d = Describe();
+  MetricFamily family;
+  family.name = std::move(d[0].name);
+  family.help = std::move(d[0].help);
+  family.type = d[0].type;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [key, count] : events_) {
+      family.samples.push_back(
+          Sample{{{"source", std::string(Name())}, {"rule", key.first}, {"priority", key.second}},
+                 static_cast<double>(count)});
+    }
+  }
+  out.push_back(std::move(family));
+}
+
+std::vector<MetricDescription> SecuritySource::Describe() {
+  MetricDescription events;
+  events.name = "gpuscope_security_events_total";
+  events.type = MetricType::kCounter;
+  events.help =
+      "Falco and Tetragon events read, by source (falco, tetragon), rule (Falco's rule; Tetragon's policy "
+      "or event kind; at most 200 per source, then other) and priority (Falco's priority; Tetragon's "
+      "severity).";
+  events.labels = {"source", "rule", "priority"};
+  events.source = "Falco's JSON output and Tetragon's JSON export";
+  return {events};
+}
+
+}  // namespace gpuscope
