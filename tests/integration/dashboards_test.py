@@ -9,7 +9,9 @@ tests/fixtures/dcgm-dashboard-12239/queries.txt): the drop-in claim. Queries tha
 are listed in NO_DATA_HERE, each with its reason. Without root or the Slurm packages, the queries of
 Slurm metrics are skipped; without a Kubernetes node in the fleet (fleet.kubelets: the pod-resources peer
 serving an agent run with --kubernetes, and kube-state-metrics' series), so are the Kubernetes views'
-(KUBERNETES_ONLY).
+(KUBERNETES_ONLY). The Security view's eBPF and Falco/Tetragon panels (OPTIONAL_SOURCES) must return data
+when the fleet has the series they read (an agent run with --ebpf where the kernel lets it load its
+programs, Falco's or Tetragon's files); without them they must still run.
 
 The rules are the committed ones (deploy/mixin/generated/prometheus): the dashboards read recording rules
 by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
@@ -25,6 +27,7 @@ Usage: dashboards_test.py AGENT SIM_LIBRARY [--podresources PODRESOURCES] [--kub
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
 import unittest
@@ -64,6 +67,27 @@ KUBERNETES_ONLY = ("gpuscope_k8s_", "kube_", "namespace_pod", "namespace:", "tea
 # Process series by pod: on the node's shared GPU a process gets its pod only from the uid in its cgroup
 # matched to the API server's, so these need the API-server peer too.
 POD_UIDS_ONLY = 'gpuscope_gpu_process_memory_bytes{'
+
+# Series only optional sources make: the agent's eBPF programs (--ebpf: root and a kernel that loads them,
+# and then only what the node's processes do: connections outside the allow-list, opens of watched
+# directories) and Falco or Tetragon (a site's own daemons, read from their files). A query reading them
+# must return data when this fleet has every such series it reads (the selector each pattern names), and
+# must run either way.
+OPTIONAL_SOURCES = (
+    (re.compile(r"\b(gpuscope_ebpf_\w+|gpuscope_security_events_total)\b"), None),
+    (re.compile(r'gpuscope_events_total\{[^}]*class=~"(falco\|tetragon\|ebpf_\.\*)"'),
+     'gpuscope_events_total{class=~"%s"}'),
+)
+
+
+def optional_series(expr):
+    """The selectors of the optional sources' series that expr reads."""
+    found = set()
+    for pattern, selector in OPTIONAL_SOURCES:
+        for match in pattern.finditer(expr):
+            found.add(selector % match.group(1) if selector else match.group(1))
+    return found
+
 
 # (dashboard title, panel title [refId]) -> why the query has no data on this fleet.
 NO_DATA_HERE = {
@@ -148,13 +172,20 @@ class DashboardQueriesReturnData(unittest.TestCase):
         return bool(getattr(cls.fleet, "api_servers", None))
 
     @classmethod
+    def optional_present(cls, expr):
+        """Whether this fleet has every optional source's series that expr reads (true when it reads none)."""
+        return all(cls.has_data(selector) for selector in optional_series(expr))
+
+    @classmethod
     def expected(cls):
         """The queries that must have data here: not allowlisted, not Slurm's without a Slurm, not the
-        Kubernetes views' without a Kubernetes node, and not the processes' pods without its API server."""
+        Kubernetes views' without a Kubernetes node, not the processes' pods without its API server, and
+        not the optional sources' without their series."""
         return [(d, p, e) for d, p, e in cls.queries
                 if (d, p) not in NO_DATA_HERE and (cls.slurm or not any(m in e for m in SLURM_ONLY))
                 and (cls.kubernetes() or not any(m in e for m in KUBERNETES_ONLY))
-                and (cls.pod_uids() or not (POD_UIDS_ONLY in e and 'pod!=""' in e))]
+                and (cls.pod_uids() or not (POD_UIDS_ONLY in e and 'pod!=""' in e))
+                and cls.optional_present(e)]
 
     @classmethod
     def has_data(cls, expr):
@@ -171,6 +202,15 @@ class DashboardQueriesReturnData(unittest.TestCase):
                 self.assertTrue(self.has_data(expr), f"no data: {expr}")
         if not self.slurm:
             self.skipTest("no Slurm here (needs root and the Debian Slurm packages): Slurm queries not run")
+
+    def test_queries_of_optional_sources_run(self):
+        # Those without their series here are not in expected(): they must still be valid PromQL that
+        # Prometheus evaluates (has_data raises on an error).
+        optional = [(d, p, e) for d, p, e in self.queries if optional_series(e)]
+        self.assertGreater(len(optional), 0)
+        for dashboard, panel, expr in optional:
+            with self.subTest(dashboard=dashboard, panel=panel):
+                self.has_data(expr)
 
     def test_every_allowlisted_query_exists_and_still_has_no_data(self):
         queries = {(d, p): expr for d, p, expr in self.queries}
