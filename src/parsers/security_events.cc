@@ -251,7 +251,7 @@ Status ParseFalcoEvent(std::string_view line, SecurityEvent* out) {
   out->pid = Pid(*pid);
   if (out->process.empty()) out->process = std::move(exepath);
 
-  out->extra = {{"source", std::move(*source)},
+  out->extra = {{"falco_source", std::move(*source)},
                 {"cmdline", std::move(cmdline)},
                 {"fd_name", std::move(fd_name)},
                 {"hostname", std::move(*hostname)},

@@ -59,7 +59,8 @@ struct SecurityEvent {
   std::string pod;
   std::string namespace_name;
   // What else each tool says, in a fixed order per tool (empty values kept, so the order never changes):
-  // Falco: source, cmdline, fd_name, hostname, tags (comma-separated);
+  // Falco: falco_source (its "source"; not "source", the pipeline's label), cmdline, fd_name, hostname,
+  // tags (comma-separated);
   // Tetragon: kind, action, function_name, arguments, cwd, node_name, parent_process.
   std::vector<std::pair<std::string, std::string>> extra;
 };

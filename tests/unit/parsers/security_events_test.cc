@@ -39,7 +39,7 @@ TEST(FalcoEventTest, FixtureLineGivesRulePriorityProcessAndTime) {
   EXPECT_EQ(e.container_id, "host");
   EXPECT_EQ(e.pod, "");
   EXPECT_EQ(e.time_unix_ns, 1714645205408091526);
-  EXPECT_EQ(Extra(e, "source"), "syscall");
+  EXPECT_EQ(Extra(e, "falco_source"), "syscall");
   EXPECT_EQ(Extra(e, "cmdline"), "cat /etc/shadow");
   EXPECT_EQ(Extra(e, "fd_name"), "/etc/shadow");
   EXPECT_EQ(Extra(e, "hostname"), "gpu-node-03");

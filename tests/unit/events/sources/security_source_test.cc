@@ -88,8 +88,8 @@ TEST_F(SecuritySourceTest, FalcoLinesBecomeFalcoEventsWithFieldsInOrderAndTheJob
   std::vector<std::string> keys;
   for (const auto& [key, value] : first.fields) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"rule", "priority", "pid", "process", "user", "container_id",
-                                            "pod", "namespace", "source", "cmdline", "fd_name", "hostname",
-                                            "tags", "job_id"}));
+                                            "pod", "namespace", "falco_source", "cmdline", "fd_name",
+                                            "hostname", "tags", "job_id"}));
   EXPECT_EQ(first.Field("job_id"), "4101") << "pid 4242's cgroup is job 4101's";
   EXPECT_EQ(seen[0].time_unix_ns, 1714645205408091526);
   EXPECT_EQ(seen[0].origin, P("falco.json"));
