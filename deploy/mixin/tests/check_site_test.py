@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MIXIN = os.path.dirname(HERE)
 CHECK = os.path.join(HERE, "check_mixin.py")
 RECEIVERS = ("infra-page", "infra-ticket", "ml-platform-page", "ml-platform-ticket", "job-owner", "namespace-team",
-             "service-page", "service-ticket", "info")
+             "service-page", "service-ticket", "security", "info")
 # What a site sets (README's example): its alert bridge, its Git web view of docs/runbooks, its Prometheus.
 SITE = {
     "runbookUrlBase": "https://git.example.org/gpuscope/-/blob/main/docs/runbooks/",
@@ -60,7 +60,10 @@ class SiteCheck(unittest.TestCase):
     def test_the_committed_files_are_refused_until_a_site_sets_its_urls(self):
         rc, output = run_check()
         self.assertEqual(rc, 1, output)
-        self.assertIn("runbook_url of 37 alert(s)", output)
+        # One line for all the rules (each alert's, GpuTrainingStraggler's two forms both counted).
+        with open(os.path.join(MIXIN, "generated", "prometheus", "alerting_rules.yaml")) as f:
+            rules = sum(1 for line in f if line.lstrip().startswith("- alert:"))
+        self.assertIn(f"runbook_url of {rules} alert(s)", output)
         self.assertIn("is a placeholder (.invalid never resolves): set runbookUrlBase", output)
         for receiver in RECEIVERS:
             self.assertIn(f"receiver {receiver}: https://alert-receiver.example.invalid/gpuscope/{receiver} is a "
