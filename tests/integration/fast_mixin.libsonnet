@@ -40,6 +40,11 @@ std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
     noisyNeighbour: '10s',
     podResourcesDown: '5s',
     apiServerFailing: '10s',
+    unexpectedConnection: '0s',
+    foreignFileAccess: '0s',
+    falcoCritical: '0s',
+    tetragonEnforced: '0s',
+    ebpfProgramNotLoaded: '10s',
   },
   windows: {
     rate: '15s',
@@ -59,6 +64,7 @@ std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
     sxid: '1m',
     eventsLost: '1m',
     eventShipping: '1m',
+    security: '1m',
   },
   recordingIntervalSeconds: 1,
   alertmanager: {
