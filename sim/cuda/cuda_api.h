@@ -11,7 +11,16 @@
 extern "C" {
 #endif
 
-typedef enum cudaError_enum {
+// In C++ the enum gets int as its fixed underlying type: a caller may pass any int (cuGetErrorName(12345)),
+// and without a fixed type a value outside the enumerators' range is undefined behaviour in C++. The ABI
+// is cuda.h's either way (an int).
+#ifdef __cplusplus
+#define GPUSCOPE_CUDA_ENUM_BASE : int
+#else
+#define GPUSCOPE_CUDA_ENUM_BASE
+#endif
+
+typedef enum cudaError_enum GPUSCOPE_CUDA_ENUM_BASE {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
   CUDA_ERROR_OUT_OF_MEMORY = 2,
