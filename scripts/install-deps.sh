@@ -64,6 +64,9 @@ packages=(
   lintian                  # the .deb checked against Debian's policy in the package tests
   debootstrap              # the clean Debian 12 root the package tests install, upgrade and remove the .deb in
   systemd-container        # systemd-nspawn: boots that root with systemd, so the installed unit runs for real
+  libbpf-dev               # libbpf 1.1: loads the agent's CO-RE eBPF programs (--ebpf, src/ebpf)
+  libelf-dev               # libelf, which libbpf links against
+  bpftool                  # vmlinux.h from the running kernel's BTF and the programs' skeletons, at build time
 )
 
 # A machine of the project's kind has Go on PATH; a bare Debian root gets Debian's, enough to fetch modules.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "src/agent/event_registry.h"
 #include "src/agent/events.h"
 #include "src/agent/registry.h"
 #include "src/attribution/kubernetes/kubelet_pod_source.h"
@@ -70,6 +71,9 @@ struct AgentNode::Parts {
   NodeState node;
   // The training collector posts its hung ranks here, the event path's "training" source reads them.
   PostedEvents training_events;
+  // The ebpf collector posts unexpected connections, foreign file opens and CUDA allocation failures here,
+  // the event path's "ebpf" source reads them.
+  PostedEvents ebpf_events;
   // The JobTable's and PodTable's long-running sources; any may be absent.
   std::unique_ptr<MappingDirSource> mapping;
   std::unique_ptr<SlurmJobSource> slurm;
@@ -163,6 +167,7 @@ void AgentNode::Parts::AddCollectors() {
                   std::chrono::seconds(5));
   }
   CollectorContext context{&node, events ? events->spans() : nullptr, &training_events, seams.nvml};
+  context.ebpf_events = &ebpf_events;
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
@@ -182,9 +187,11 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
     // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
     // Stays null when no event source or sink is configured.
     const std::string host = config.hostname.empty() ? HostName() : config.hostname;
-    Status created =
-        EventPath::Create(config, host, &parts->node.xids(), &parts->node.jobs(), &parts->node.gpus(),
-                          &parts->store, &parts->training_events, &parts->events);
+    EventSourceContext detectors;
+    detectors.training_events = &parts->training_events;
+    detectors.ebpf_events = &parts->ebpf_events;
+    Status created = EventPath::Create(config, host, &parts->node.xids(), &parts->node.jobs(),
+                                       &parts->node.gpus(), &parts->store, &detectors, &parts->events);
     if (!created.ok()) {
       parts->StopAttribution();
       *status = Status::Internal("cannot set up the event path: " + created.ToString());

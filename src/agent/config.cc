@@ -425,6 +425,10 @@ Status LoadConfig(const std::vector<std::string>& args, AgentConfig* config) {
   }
   status = ApplyFlags(args, config);
   if (!status.ok()) return status;
+  // --ebpf switches the ebpf collector on (and with it the ebpf event source), as --collector.ebpf would.
+  if (config->ebpf) {
+    if (auto it = config->collectors.find("ebpf"); it != config->collectors.end()) it->second.enabled = true;
+  }
   return ValidateConfig(*config);
 }
 

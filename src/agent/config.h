@@ -95,6 +95,12 @@ struct AgentConfig {
   std::string training_socket = "/run/gpuscope/training.sock";
   std::chrono::milliseconds training_hang_after{60000};
   std::string training_traces = "slow";  // slow, all, off: which steps become spans (with a traces sink)
+  // ebpf collector and event source (docs/design/ebpf.md); `ebpf` switches the collector on
+  bool ebpf = false;
+  std::vector<std::string> ebpf_watch_dirs;      // checkpoint and dataset directories
+  std::vector<std::string> ebpf_allow;           // connection allow-list rules (src/parsers/allow_list.h)
+  std::vector<std::string> ebpf_cuda_libraries;  // libcuda.so files probed from the start
+  std::string ebpf_programs = "cuda,connect,files";
   // textfile collector: *.prom files of site scripts (node_exporter's --collector.textfile.directory)
   std::string textfile_directory;  // empty: nothing read
   int textfile_max_file_kib = 4096;

@@ -80,6 +80,21 @@ EventSourceEntry TrainingSourceEntry() {
           &PostedEventSource::Describe};
 }
 
+EventSourceEntry EbpfSourceEntry() {
+  return {"ebpf",
+          "the ebpf collector's unexpected connections, foreign file opens and CUDA allocation failures",
+          [](const AgentConfig& config) {
+            auto it = config.collectors.find("ebpf");
+            return it != config.collectors.end() && it->second.enabled;
+          },
+          [](const AgentConfig&, const EventSourceContext& context) -> std::unique_ptr<EventSource> {
+            static PostedEvents none(0);  // no collector posts: a source that stays empty
+            return std::make_unique<PostedEventSource>(
+                "ebpf", context.ebpf_events != nullptr ? context.ebpf_events : &none);
+          },
+          &PostedEventSource::Describe};
+}
+
 // Falco's or Tetragon's JSON events: the tool's files and, for Falco, what its http_output POSTed.
 EventSourceEntry SecuritySourceEntry(SecurityTool tool) {
   const bool falco = tool == SecurityTool::kFalco;
@@ -293,6 +308,7 @@ const EventSourceRegistry& BuiltinEventSources() {
     MustRegister(r, FileSourceEntry());
     MustRegister(r, JournalSourceEntry());
     MustRegister(r, TrainingSourceEntry());
+    MustRegister(r, EbpfSourceEntry());
     MustRegister(r, SecuritySourceEntry(SecurityTool::kFalco));
     MustRegister(r, SecuritySourceEntry(SecurityTool::kTetragon));
     return r;

@@ -34,6 +34,9 @@ struct EventSourceContext {
   // Falco's events POSTed to the agent (--events.falco-http; the "falco" source); outlives the sources.
   // Null: that source reads its files only.
   PostedEvents* falco_events = nullptr;
+  // The ebpf collector's unexpected connections, foreign file opens and CUDA allocation failures (the
+  // "ebpf" source); null: that source reads nothing.
+  PostedEvents* ebpf_events = nullptr;
 };
 
 struct EventSourceEntry {

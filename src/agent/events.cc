@@ -45,7 +45,7 @@ EventPath::~EventPath() { Stop(); }
 
 Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
                          const GpuDirectory* gpus, const SnapshotStore* snapshots,
-                         PostedEvents* training_events, std::unique_ptr<EventPath>* path) {
+                         const EventSourceContext* detectors, std::unique_ptr<EventPath>* path) {
   path->reset();
   std::vector<const EventSourceEntry*> sources;
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
@@ -88,7 +88,7 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
     }
     EventPipelineOptions p;
     p.host = std::move(host);
-    const EventSourceContext source_context{training_events};
+    const EventSourceContext source_context = detectors != nullptr ? *detectors : EventSourceContext{};
     for (const EventSourceEntry* entry : sources) p.sources.push_back(entry->create(config, source_context));
     p.max_line_bytes = static_cast<size_t>(config.events_max_line_bytes);
     p.poll_interval = config.events_poll_interval;

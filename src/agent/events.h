@@ -21,6 +21,7 @@ class EventPipeline;
 class GpuDirectory;
 class JobTable;
 class PostedEvents;
+struct EventSourceContext;
 class PushSink;
 class SnapshotStore;
 class SpanExporter;
@@ -30,11 +31,11 @@ class EventPath {
  public:
   // Nothing configured (no source and no sink) leaves *path empty and returns Ok. The queue directory
   // must be writable when a sink is configured. `snapshots` (the metrics) feeds the sinks that push
-  // metrics (remote_write) and `training_events` (the training collector's, may be null) the "training"
-  // source; both outlive the path.
+  // metrics (remote_write) and `detectors` (may be null) the events the agent's own detectors post (the
+  // "training" and "ebpf" sources); both outlive the path.
   static Status Create(const AgentConfig& config, std::string host, XidLedger* ledger, const JobTable* jobs,
                        const GpuDirectory* gpus, const SnapshotStore* snapshots,
-                       PostedEvents* training_events, std::unique_ptr<EventPath>* path);
+                       const EventSourceContext* detectors, std::unique_ptr<EventPath>* path);
   ~EventPath();
 
   // Starts the sinks, then the pipeline. A sink that cannot start is an error.

@@ -1,6 +1,9 @@
 #include "src/agent/options.h"
 
 #include <algorithm>
+#include <string>
+
+#include "src/parsers/allow_list.h"
 
 namespace gpuscope {
 namespace {
@@ -32,6 +35,28 @@ constexpr std::string_view HttpUrl(std::string_view value) {
 
 // --kubernetes.api-server: "off", empty (in-cluster) or an http(s) URL.
 constexpr std::string_view ApiServer(std::string_view value) { return value == "off" ? "" : HttpUrl(value); }
+
+// --ebpf.allow: one rule of src/parsers/allow_list.h.
+std::string_view EbpfAllowRule(std::string_view value) {
+  static thread_local std::string error;
+  error = AllowRuleError(value);
+  return error;
+}
+
+// --ebpf.programs: a non-empty comma-separated list of cuda, connect, files.
+constexpr std::string_view EbpfProgramList(std::string_view value) {
+  if (value.empty()) return "must name at least one of cuda, connect, files";
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    const std::string_view word = value.substr(start, comma - start);
+    if (word != "cuda" && word != "connect" && word != "files")
+      return "must be cuda, connect, files separated by commas";
+    start = comma + 1;
+  }
+  return "";
+}
 
 // A comma-separated list without empty items (the whole may be empty).
 constexpr std::string_view CommaList(std::string_view value) {
@@ -263,6 +288,39 @@ constexpr OptionSpec kOptions[] = {
      .help = "Which steps become OTLP spans (with sink.otlp.traces-url): slow (longer than 1.5x the rank's "
              "median of its last 20 steps), all, or off; at most 1000 spans a second.",
      .choices = kTrainingTraces},
+    {.yaml = "ebpf.enabled",
+     .flag = "ebpf",
+     .field = &AgentConfig::ebpf,
+     .help = "Load the eBPF programs (root, or CAP_BPF and CAP_PERFMON; a kernel with BTF): CUDA memory per "
+             "job, outbound connections of job processes, opens, reads and writes below --ebpf.watch-dir "
+             "(docs/design/ebpf.md). Each program the kernel refuses is reported and skipped."},
+    {.yaml = "ebpf.watch_dirs",
+     .flag = "ebpf.watch-dir",
+     .field = &AgentConfig::ebpf_watch_dirs,
+     .help = "A checkpoint or dataset directory whose opens (by job, user and owner), reads and writes are "
+             "counted; relative paths, symbolic links and bind mounts resolve to it (at most 64).",
+     .default_text = "none",
+     .check = AbsolutePath},
+    {.yaml = "ebpf.allow",
+     .flag = "ebpf.allow",
+     .field = &AgentConfig::ebpf_allow,
+     .help = "A destination job processes may connect to: CIDR, CIDR:PORT[-PORT], [CIDR6]:PORT or *:PORT. "
+             "With none, connections are counted and none is unexpected.",
+     .default_text = "none",
+     .check = EbpfAllowRule},
+    {.yaml = "ebpf.cuda_libraries",
+     .flag = "ebpf.cuda-library",
+     .field = &AgentConfig::ebpf_cuda_libraries,
+     .help = "A libcuda.so to probe from the start, beside the driver's standard paths and the libraries "
+             "found in processes' maps.",
+     .default_text = "none",
+     .check = AbsolutePath},
+    {.yaml = "ebpf.programs",
+     .flag = "ebpf.programs",
+     .field = &AgentConfig::ebpf_programs,
+     .help = "Which eBPF programs to load, comma-separated: cuda, connect, files.",
+     .check = EbpfProgramList},
+
     {.yaml = "textfile.directory",
      .flag = "collector.textfile.directory",
      .field = &AgentConfig::textfile_directory,

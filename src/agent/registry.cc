@@ -5,6 +5,7 @@
 #include "src/agent/training_hang_event.h"
 #include "src/attribution/attributed_collector.h"
 #include "src/attribution/proc_resolver.h"
+#include "src/collectors/ebpf/ebpf_collector.h"
 #include "src/collectors/gpu/gpu_collector.h"
 #include "src/collectors/host/host_collector.h"
 #include "src/collectors/infiniband/infiniband_collector.h"
@@ -14,6 +15,7 @@
 #include "src/collectors/training/training_collector.h"
 #include "src/events/sources/posted_source.h"
 #include "src/node/node_state.h"
+#include "src/parsers/allow_list.h"
 
 namespace gpuscope {
 
@@ -120,6 +122,37 @@ CollectorRegistry MakeBuiltins() {
              };
            }
            return std::make_unique<TrainingCollector>(options);
+         }});
+  }
+  if (status.ok()) {
+    status = registry.Register(
+        {"ebpf",
+         "eBPF without instrumenting the job: CUDA memory per job (uprobes on libcuda), outbound connections "
+         "of job processes against --ebpf.allow, opens, reads and writes below --ebpf.watch-dir "
+         "(docs/design/ebpf.md); on with --ebpf",
+         false, std::chrono::seconds(1),
+         [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
+           EbpfCollectorOptions options;
+           options.programs.cuda = options.programs.connect = options.programs.files = false;
+           for (size_t start = 0; start <= config.ebpf_programs.size();) {  // validated: known words
+             size_t comma = config.ebpf_programs.find(',', start);
+             if (comma == std::string::npos) comma = config.ebpf_programs.size();
+             const std::string word = config.ebpf_programs.substr(start, comma - start);
+             start = comma + 1;
+             if (word == "cuda") options.programs.cuda = true;
+             if (word == "connect") options.programs.connect = true;
+             if (word == "files") options.programs.files = true;
+           }
+           options.programs.watch_dirs = config.ebpf_watch_dirs;
+           for (const std::string& rule : config.ebpf_allow) {
+             if (std::optional<AllowRule> parsed = ParseAllowRule(rule)) options.allow.push_back(*parsed);
+           }
+           options.cuda_libraries = config.ebpf_cuda_libraries;
+           options.procfs = config.procfs;
+           if (PostedEvents* events = context.ebpf_events) {
+             options.post = [events](PostedEvent event) { events->Post(std::move(event)); };
+           }
+           return std::make_unique<EbpfCollector>(options);
          }});
   }
   if (status.ok()) {

@@ -36,6 +36,8 @@ struct CollectorContext {
   // The NVML library the GPU collector uses, opened by the caller (the fleet runner binds one per
   // simulated node); null: the collector opens --nvml.library itself.
   std::shared_ptr<NvmlLibrary> nvml;
+  // Where the ebpf collector's events go (the event path's "ebpf" source reads them); may be null.
+  PostedEvents* ebpf_events = nullptr;
 };
 
 struct CollectorEntry {

@@ -1,7 +1,6 @@
 #include "src/attribution/proc_resolver.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "src/parsers/proc_environ.h"
 #include "src/parsers/proc_stat.h"
 #include "src/platform/file.h"
+#include "src/platform/users.h"
 
 namespace gpuscope {
 namespace {
@@ -69,20 +69,7 @@ std::string ProcResolver::UserName(const std::string& uid_text) {
   std::string name;
   uint32_t uid = 0;
   auto [ptr, ec] = std::from_chars(uid_text.data(), uid_text.data() + uid_text.size(), uid);
-  if (ec == std::errc() && ptr == uid_text.data() + uid_text.size()) {
-    std::vector<char> buffer(16384);
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      struct passwd pw;
-      struct passwd* result = nullptr;
-      int rc = ::getpwuid_r(static_cast<uid_t>(uid), &pw, buffer.data(), buffer.size(), &result);
-      if (rc == ERANGE) {
-        buffer.resize(buffer.size() * 4);
-        continue;
-      }
-      if (rc == 0 && result != nullptr && result->pw_name != nullptr) name = result->pw_name;
-      break;
-    }
-  }
+  if (ec == std::errc() && ptr == uid_text.data() + uid_text.size()) name = UserNameOf(uid);
   // Cached even when unknown: NSS lookups (LDAP, sssd) can be slow and must not repeat every new pid.
   user_names_.emplace(uid_text, name);
   return name;

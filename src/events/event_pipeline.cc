@@ -230,7 +230,22 @@ std::vector<MetricFamily> EventPipeline::Metrics() const {
       Sample{{{"reason", "queue"}},
              static_cast<double>(queue_failures == not_shipped_.end() ? 0 : queue_failures->second)});
   out.push_back(std::move(not_shipped));
-  for (const auto& source : options_.sources) source->AppendMetrics(out);
+  // Sources of one kind (every PostedEventSource: training, ebpf) append the same family, each with its
+  // own `source` samples: one family of that name, with all their samples.
+  const size_t own = out.size();
+  for (const auto& source : options_.sources) {
+    std::vector<MetricFamily> appended;
+    source->AppendMetrics(appended);
+    for (MetricFamily& family : appended) {
+      auto same = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(own), out.end(),
+                               [&](const MetricFamily& f) { return f.name == family.name; });
+      if (same == out.end()) {
+        out.push_back(std::move(family));
+      } else {
+        for (Sample& sample : family.samples) same->samples.push_back(std::move(sample));
+      }
+    }
+  }
   return out;
 }
 
