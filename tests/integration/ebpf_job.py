@@ -5,6 +5,8 @@ command a line, answering one line each on stdout:
   alloc BYTES          cuMemAlloc_v2                                     -> "ok PTR" or "err CURESULT"
   free PTR             cuMemFree_v2                                      -> "ok" or "err CURESULT"
   write PATH BYTES     open(PATH, O_WRONLY|O_CREAT) relative to the cwd, one write  -> "ok"
+  dupwrite PATH BYTES  the same through a duplicate: open, dup2 to 100, close, write on 100 (a shell's
+                       "> file")                                                      -> "ok"
   readat DIR NAME      open(DIR) then openat(that fd, NAME) and read it whole        -> "ok BYTES"
   open PATH            open(PATH) for reading and close it, nothing read              -> "ok"
   connect HOST PORT    a TCP connect (IPv4 or IPv6 by the address)                     -> "ok"
@@ -51,6 +53,13 @@ def main():
             fd = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.write(fd, b"\0" * int(args[1]))
             os.close(fd)
+            print("ok", flush=True)
+        elif command == "dupwrite":
+            fd = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 100)
+            os.close(fd)
+            os.write(100, b"\0" * int(args[1]))
+            os.close(100)
             print("ok", flush=True)
         elif command == "readat":
             directory = os.open(args[0], os.O_RDONLY | os.O_DIRECTORY)

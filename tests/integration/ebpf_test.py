@@ -6,14 +6,15 @@ The job (tests/integration/ebpf_job.py) is a process the test puts into a Slurm 
 directory of its own, whose main thread is named pt_main_thread. It
   - loads the stand-in libcuda.so.1 (sim/cuda), which the agent finds in its maps and probes; allocates
     1, 2 and 4 MiB, frees the 2 MiB, and asks for 1 TiB (CUDA_ERROR_OUT_OF_MEMORY);
-  - writes a checkpoint by a path relative to its working directory, reads it back through openat() on a
-    directory descriptor, and opens it through a symbolic link that lives outside the watched directory;
+  - writes a checkpoint by a path relative to its working directory, and another through a descriptor
+    duplicated with dup2 (as a shell's "> file"), reads the first back through openat() on a directory
+    descriptor, and opens it through a symbolic link that lives outside the watched directory;
   - connects to four listeners on loopback: 127.0.0.1 and [::1], one port of each inside the allow-list and
     one outside.
 Then a process of another user (nobody), in no job, reads the checkpoint. The agent must report exactly
 those: CUDA memory 5 MiB for the job's pid, 3 allocations, 1 free, 1 failure; 4 connections, 2 of them
-unexpected with their destinations; 3 opens by root in the job, 1 by nobody outside it and that one as a
-foreign open of root's file; 1 MiB written and 1 MiB read; and the events (2 unexpected connections, 1
+unexpected with their destinations; 4 opens by root in the job, 1 by nobody outside it and that one as a
+foreign open of root's file; 2 MiB written and 1 MiB read; and the events (2 unexpected connections, 1
 foreign access, 1 allocation failure) counted, and shipped to a real Loki receiver (VictoriaLogs) carrying
 the job and the process name pt_main_thread.
 
@@ -144,6 +145,7 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
 
         # Files: a relative path, openat on a directory descriptor, a symbolic link from outside.
         self.assertEqual(self.ask(f"write ../checkpoints/step_1/model.pt {MIB}"), "ok")
+        self.assertEqual(self.ask(f"dupwrite ../checkpoints/step_1/optimizer.pt {MIB}"), "ok")
         self.assertEqual(self.ask(f"readat {os.path.join(self.checkpoints, 'step_1')} model.pt"), f"ok {MIB}")
         self.assertEqual(self.ask("open ckpt_link/step_1/model.pt"), "ok")
 
@@ -175,8 +177,8 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
              {"destination": f"127.0.0.1:{self.listeners['v4_denied'].port}"}, 1),
             ("gpuscope_ebpf_unexpected_connections_total",
              {"destination": f"[::1]:{self.listeners['v6_denied'].port}"}, 1),
-            ("gpuscope_ebpf_file_opens_total", {"dir": self.checkpoints, "user": "root"}, 3),
-            ("gpuscope_ebpf_file_written_bytes_total", {"dir": self.checkpoints}, MIB),
+            ("gpuscope_ebpf_file_opens_total", {"dir": self.checkpoints, "user": "root"}, 4),
+            ("gpuscope_ebpf_file_written_bytes_total", {"dir": self.checkpoints}, 2 * MIB),
             ("gpuscope_ebpf_file_read_bytes_total", {"dir": self.checkpoints}, MIB),
         ]
         for name, labels, value in expected:
@@ -214,7 +216,7 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
                                                f"[::1]:{self.listeners['v6_denied'].port}"]))
         foreign = wait_for(lambda: self.receiver.query("class:ebpf_foreign_file_access"), 30, "the foreign open")
         self.assertEqual(foreign[0].get("owner"), "root")
-        self.assertEqual(foreign[0].get("user"), "nobody")
+        self.assertEqual(foreign[0].get("process_user"), "nobody")
         self.assertEqual(foreign[0].get("path"), os.path.join(self.checkpoints, "step_1", "model.pt"))
         self.job.stdin.write("exit\n")
         self.job.stdin.close()

@@ -179,7 +179,7 @@ void EbpfAccounting::OnCuda(const gpuscope_cuda_record& r, int64_t now_unix_ns) 
         {{"job_id", p.job},
          {"pid", pid},
          {"process", comm},
-         {"user", User(r.task.uid)},
+         {"process_user", User(r.task.uid)},
          {"result", result},
          {"bytes", std::to_string(r.bytes)}},
         now_unix_ns);
@@ -210,7 +210,7 @@ void EbpfAccounting::OnConnect(const gpuscope_connect_record& r, int64_t now_uni
         {{"job_id", p.job},
          {"pid", pid},
          {"process", comm},
-         {"user", user},
+         {"process_user", user},
          {"destination", destination},
          {"family", d.ipv6 ? "ipv6" : "ipv4"}},
         now_unix_ns);
@@ -241,7 +241,7 @@ void EbpfAccounting::OnFileOpen(const gpuscope_file_open_record& r, int64_t now_
         {{"job_id", p.job},
          {"pid", pid},
          {"process", comm},
-         {"user", user},
+         {"process_user", user},
          {"owner", owner},
          {"dir", dir},
          {"path", path},

@@ -23,6 +23,10 @@
 #define NR_OPEN -1
 #define NR_CREAT -1
 #define NR_OPENAT2 437
+#define NR_DUP 23
+#define NR_DUP2 -1
+#define NR_DUP3 24
+#define NR_FCNTL 25
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
 #else
 #define NR_READ 0
@@ -36,6 +40,10 @@
 #define NR_CREAT 85
 #define NR_OPENAT 257
 #define NR_OPENAT2 437
+#define NR_DUP 32
+#define NR_DUP2 33
+#define NR_DUP3 292
+#define NR_FCNTL 72
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
 #endif
 
@@ -44,6 +52,10 @@
 
 #define OP_READ 0
 #define OP_WRITE 1
+#define OP_DUP 2  // a dup of a tracked descriptor (or a dup2/dup3 onto any), between entry and return
+#define NO_DIR 0xffffffff  // dup2/dup3 of an untracked descriptor: the new one is no longer tracked
+#define F_DUPFD 0
+#define F_DUPFD_CLOEXEC 1030
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -194,6 +206,24 @@ int BPF_PROG(files_sys_enter, struct pt_regs* regs, long id) {
     key.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
     bpf_map_delete_elem(&tracked, &key);
     return 0;
+  } else if (id == NR_DUP || id == NR_DUP2 || id == NR_DUP3 || id == NR_FCNTL) {
+    // A duplicate of a tracked descriptor is tracked too (a shell's "> file" is open, dup2, close); a
+    // dup2/dup3 onto a tracked descriptor closes it.
+    if (id == NR_FCNTL) {
+      long cmd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+      if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return 0;
+    }
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    struct gpuscope_fd_key key = {};
+    key.tgid = pid_tgid >> 32;
+    key.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+    __u32* dir = bpf_map_lookup_elem(&tracked, &key);
+    if (!dir && id != NR_DUP2 && id != NR_DUP3) return 0;
+    struct inflight_io call = {};
+    call.dir = dir ? *dir : NO_DIR;
+    call.op = OP_DUP;
+    bpf_map_update_elem(&inflight, &pid_tgid, &call, BPF_ANY);
+    return 0;
   } else {
     return 0;
   }
@@ -218,12 +248,28 @@ int BPF_PROG(files_sys_exit, struct pt_regs* regs, long ret) {
     if (ret >= 0) opened(ret);
     return 0;
   }
-  if (id != NR_READ && id != NR_PREAD64 && id != NR_READV && id != NR_WRITE && id != NR_PWRITE64 &&
+  const bool dup = id == NR_DUP || id == NR_DUP2 || id == NR_DUP3 || id == NR_FCNTL;
+  if (!dup && id != NR_READ && id != NR_PREAD64 && id != NR_READV && id != NR_WRITE && id != NR_PWRITE64 &&
       id != NR_WRITEV)
     return 0;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   struct inflight_io* call = bpf_map_lookup_elem(&inflight, &pid_tgid);
   if (!call) return 0;
+  if (call->op == OP_DUP) {
+    __u32 dir = call->dir;
+    bpf_map_delete_elem(&inflight, &pid_tgid);
+    if (!dup || ret < 0) return 0;
+    struct gpuscope_fd_key key = {};
+    key.tgid = pid_tgid >> 32;
+    key.fd = (__s32)ret;
+    if (dir == NO_DIR) {
+      bpf_map_delete_elem(&tracked, &key);
+    } else {
+      bpf_map_update_elem(&tracked, &key, &dir, BPF_ANY);
+    }
+    return 0;
+  }
+  if (dup) return 0;
   __u64 elapsed = bpf_ktime_get_ns() - call->start_ns;
   struct gpuscope_io_key key = {};
   key.tgid = pid_tgid >> 32;
