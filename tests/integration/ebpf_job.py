@@ -10,6 +10,7 @@ command a line, answering one line each on stdout:
   readat DIR NAME      open(DIR) then openat(that fd, NAME) and read it whole        -> "ok BYTES"
   open PATH            open(PATH) for reading and close it, nothing read              -> "ok"
   connect HOST PORT    a TCP connect (IPv4 or IPv6 by the address)                     -> "ok"
+  childconnect HOST PORT   the same (IPv4) from a child process that exits at once   -> "ok"
   exit
 Usage: ebpf_job.py CGROUP_PROCS_FILE WORKDIR"""
 
@@ -75,6 +76,16 @@ def main():
             print(f"ok {total}", flush=True)
         elif command == "open":
             os.close(os.open(args[0], os.O_RDONLY))
+            print("ok", flush=True)
+        elif command == "childconnect":
+            child = os.fork()
+            if child == 0:
+                try:
+                    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                        s.connect((args[0], int(args[1])))
+                finally:
+                    os._exit(0)
+            os.waitpid(child, 0)
             print("ok", flush=True)
         elif command == "connect":
             family = socket.AF_INET6 if ":" in args[0] else socket.AF_INET

@@ -62,10 +62,10 @@ std::string CudaResultName(int32_t result) {
 EbpfAccounting::EbpfAccounting(Options options, Hooks hooks)
     : options_(std::move(options)), hooks_(std::move(hooks)), io_seen_(&IoKeyLess) {}
 
-EbpfAccounting::Process& EbpfAccounting::ProcessOf(uint32_t tgid) {
+EbpfAccounting::Process& EbpfAccounting::ProcessOf(uint32_t tgid, uint32_t ppid) {
   Process& p = processes_[tgid];
   if (!p.job_known && hooks_.job_of) {
-    p.job = hooks_.job_of(tgid);
+    p.job = hooks_.job_of(tgid, ppid);
     p.job_known = true;
   }
   return p;
@@ -146,7 +146,7 @@ void EbpfAccounting::OnRecord(const void* data, size_t size, int64_t now_unix_ns
 }
 
 void EbpfAccounting::OnCuda(const gpuscope_cuda_record& r, int64_t now_unix_ns) {
-  Process& p = ProcessOf(r.task.tgid);
+  Process& p = ProcessOf(r.task.tgid, r.task.ppid);
   JobCounters& job = JobOf(p.job, now_unix_ns);
   if (r.kind == GPUSCOPE_RECORD_CUDA_FREE) {
     ++job.frees;
@@ -186,7 +186,7 @@ void EbpfAccounting::OnCuda(const gpuscope_cuda_record& r, int64_t now_unix_ns) 
 }
 
 void EbpfAccounting::OnConnect(const gpuscope_connect_record& r, int64_t now_unix_ns) {
-  Process& p = ProcessOf(r.task.tgid);
+  Process& p = ProcessOf(r.task.tgid, r.task.ppid);
   if (p.job.empty()) return;  // outbound connections of job processes only
   JobCounters& job = JobOf(p.job, now_unix_ns);
   Destination d;
@@ -217,7 +217,7 @@ void EbpfAccounting::OnConnect(const gpuscope_connect_record& r, int64_t now_uni
 }
 
 void EbpfAccounting::OnFileOpen(const gpuscope_file_open_record& r, int64_t now_unix_ns) {
-  Process& p = ProcessOf(r.task.tgid);
+  Process& p = ProcessOf(r.task.tgid, r.task.ppid);
   JobCounters& job = JobOf(p.job, now_unix_ns);
   const std::string dir = Dir(r.dir);
   const std::string user = User(r.task.uid);
@@ -257,7 +257,7 @@ void EbpfAccounting::OnIo(const std::vector<std::pair<gpuscope_io_key, gpuscope_
     // The map's sums only grow while the key lives; smaller means the key was deleted and made again.
     const bool restarted = value.calls < seen.calls || value.bytes < seen.bytes;
     const gpuscope_io_value base = restarted ? gpuscope_io_value{} : seen;
-    Process& p = ProcessOf(key.tgid);
+    Process& p = ProcessOf(key.tgid, 0);
     JobCounters& job = JobOf(p.job, now_unix_ns);
     const std::string dir = Dir(key.dir);
     const double bytes = static_cast<double>(value.bytes - base.bytes);

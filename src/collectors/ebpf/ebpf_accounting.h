@@ -40,8 +40,9 @@ class EbpfAccounting {
     int64_t job_idle_ns = 15LL * 60 * 1'000'000'000;
   };
   struct Hooks {
-    // The Slurm job of a live process ("" when in none). Called once per process (cached until it ends).
-    std::function<std::string(uint32_t tgid)> job_of;
+    // The Slurm job of a process ("" when in none): its own cgroup's, else, when it has exited already,
+    // its parent's (`ppid`, 0 when unknown). Called once per process (cached until it ends).
+    std::function<std::string(uint32_t tgid, uint32_t ppid)> job_of;
     // The user name of a uid ("" when unknown: the uid itself is used). Cached here.
     std::function<std::string(uint32_t uid)> user_of;
     // Whether a process still runs.
@@ -89,7 +90,7 @@ class EbpfAccounting {
     std::map<std::pair<std::string, std::string>, double> io_seconds;  // (dir, op) ->
   };
 
-  Process& ProcessOf(uint32_t tgid);
+  Process& ProcessOf(uint32_t tgid, uint32_t ppid);
   JobCounters& JobOf(const std::string& job, int64_t now_unix_ns);
   std::string User(uint32_t uid);
   std::string Dir(uint32_t index) const;

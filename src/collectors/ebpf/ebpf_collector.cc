@@ -61,12 +61,18 @@ EbpfCollector::EbpfCollector(EbpfCollectorOptions options) : options_(std::move(
 
 EbpfCollector::~EbpfCollector() = default;
 
-std::string EbpfCollector::JobOf(uint32_t tgid) const {
+std::string EbpfCollector::JobOf(uint32_t tgid, uint32_t ppid) const {
   std::string cgroup;
-  if (ReadFileInto(options_.procfs + "/" + std::to_string(tgid) + "/cgroup", &cgroup, kMaxCgroupBytes) != 0)
-    return "";  // gone before its record was read: no job
-  const std::optional<SlurmCgroup> slurm = ParseProcCgroup(cgroup);
-  return slurm ? slurm->job_id : "";
+  // The process's own cgroup; when it has exited before its record was read, its parent's (a child
+  // inherits its parent's cgroup: a job's curl or scp started by the job's shell or Python).
+  for (const uint32_t pid : {tgid, ppid}) {
+    if (pid == 0) continue;
+    if (ReadFileInto(options_.procfs + "/" + std::to_string(pid) + "/cgroup", &cgroup, kMaxCgroupBytes) != 0)
+      continue;
+    const std::optional<SlurmCgroup> slurm = ParseProcCgroup(cgroup);
+    return slurm ? slurm->job_id : "";
+  }
+  return "";  // both gone: no job
 }
 
 bool EbpfCollector::Alive(uint32_t tgid) const {
@@ -81,7 +87,7 @@ void EbpfCollector::Start() {
   a.watch_dirs = options_.programs.watch_dirs;
   a.allow = options_.allow;
   EbpfAccounting::Hooks hooks;
-  hooks.job_of = [this](uint32_t tgid) { return JobOf(tgid); };
+  hooks.job_of = [this](uint32_t tgid, uint32_t ppid) { return JobOf(tgid, ppid); };
   hooks.user_of = [](uint32_t uid) { return UserNameOf(uid); };
   hooks.alive = [this](uint32_t tgid) { return Alive(tgid); };
   hooks.post = options_.post;

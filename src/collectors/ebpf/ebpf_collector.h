@@ -56,7 +56,7 @@ class EbpfCollector final : public Collector {
   void Start();
   void AttachCuda(const std::string& path, bool configured);
   void DiscoverCudaLibraries();
-  std::string JobOf(uint32_t tgid) const;
+  std::string JobOf(uint32_t tgid, uint32_t ppid) const;
   bool Alive(uint32_t tgid) const;
   void AppendProgramFamilies(std::vector<MetricFamily>& out) const;
 

@@ -42,5 +42,8 @@ static __always_inline void fill_task(struct gpuscope_task* t) {
   t->uid = (__u32)uid_gid;
   t->gid = uid_gid >> 32;
   t->cgroup_id = bpf_get_current_cgroup_id();
+  struct task_struct* task = bpf_get_current_task_btf();
+  t->ppid = BPF_CORE_READ(task, real_parent, tgid);
+  t->pad = 0;
   bpf_get_current_comm(t->comm, sizeof(t->comm));
 }

@@ -41,7 +41,11 @@ struct gpuscope_task {
   __u32 pid;   // the thread id
   __u32 uid;
   __u32 gid;
-  __u64 cgroup_id;               // bpf_get_current_cgroup_id(): the unified (v2) hierarchy's cgroup
+  __u64 cgroup_id;  // bpf_get_current_cgroup_id(): the unified (v2) hierarchy's cgroup
+  // The parent process: a short-lived child (a curl, an scp) has often exited before its record is read,
+  // while the job process that started it, in the same job, still runs.
+  __u32 ppid;
+  __u32 pad;
   char comm[GPUSCOPE_COMM_LEN];  // the thread's name (pt_main_thread for PyTorch 2.3-2.4's main thread)
 };
 

@@ -23,9 +23,10 @@ class EbpfAccountingTest : public ::testing::Test {
     for (const std::string& rule : allow) options.allow.push_back(*ParseAllowRule(rule));
     options.max_destinations_per_job = 2;
     EbpfAccounting::Hooks hooks;
-    hooks.job_of = [this](uint32_t tgid) {
+    hooks.job_of = [this](uint32_t tgid, uint32_t ppid) {
       ++job_lookups_;
       auto it = jobs_.find(tgid);
+      if (it == jobs_.end()) it = jobs_.find(ppid);
       return it == jobs_.end() ? std::string() : it->second;
     };
     hooks.user_of = [](uint32_t uid) { return uid == 1001 ? std::string("alice") : std::string(); };
@@ -172,6 +173,20 @@ TEST_F(EbpfAccountingTest, ConnectionsOutsideTheAllowListAreUnexpected) {
   EXPECT_EQ(events_[1].event.Field("destination"), "[::1]:6000");
   EXPECT_EQ(events_[1].event.Field("family"), "ipv6");
   EXPECT_EQ(events_[0].event.Field("job_id"), "4242");
+}
+
+TEST_F(EbpfAccountingTest, AChildThatExitedIsTiedToItsParentsJob) {
+  Make({"127.0.0.0/8:5000"});
+  gpuscope_connect_record r{};
+  r.kind = GPUSCOPE_RECORD_CONNECT;
+  r.task = Task(555);  // not in jobs_: "exited"
+  r.task.ppid = 100;   // job 4242's process
+  r.family = 2;
+  inet_pton(AF_INET, "192.0.2.1", r.daddr);
+  r.dport = 22;
+  accounting_->OnRecord(&r, sizeof(r), 0);
+  auto f = Families();
+  EXPECT_EQ(f["gpuscope_ebpf_unexpected_connections_total"]["hpc_job=4242,destination=192.0.2.1:22"], 1);
 }
 
 TEST_F(EbpfAccountingTest, WithoutAllowListNothingIsUnexpected) {
