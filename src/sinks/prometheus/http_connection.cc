@@ -12,6 +12,11 @@
 #include "src/sinks/prometheus/http_request.h"
 
 namespace gpuscope {
+namespace {
+
+const RequestBodyLimit kNoBodies;  // no request takes a body
+
+}  // namespace
 
 HttpConnection::~HttpConnection() {
   if (ssl_ != nullptr) {
@@ -26,6 +31,7 @@ HttpConnection::~HttpConnection() {
 void HttpConnection::Consume(size_t bytes) {
   buf_.erase(0, bytes);
   scan_from_ = 0;
+  request_bytes_ = 0;
 }
 
 bool HttpConnection::PastHello() const {
@@ -110,12 +116,18 @@ bool HttpConnection::Write(std::string_view a, std::string_view b, std::chrono::
 }
 
 bool HttpConnection::HeadReady() {
+  if (request_bytes_ != 0) return buf_.size() >= request_bytes_;  // the head is parsed: waiting for the body
   bool may_be_complete = buf_.find("\n\n", scan_from_) != std::string::npos ||
                          buf_.find("\n\r\n", scan_from_) != std::string::npos ||
                          buf_.size() >= kMaxRequestHeadBytes;
   if (may_be_complete) {
     HttpRequestHead head;
-    if (ParseRequestHead(buf_, head).outcome != ParseOutcome::kIncomplete) return true;
+    ParseResult result = ParseRequestHead(buf_, head, body_limit_ != nullptr ? *body_limit_ : kNoBodies);
+    if (result.outcome == ParseOutcome::kError) return true;
+    if (result.outcome == ParseOutcome::kComplete) {
+      request_bytes_ = result.consumed + head.content_length;
+      return buf_.size() >= request_bytes_;
+    }
   }
   scan_from_ = buf_.size() >= 2 ? buf_.size() - 2 : 0;  // bytes before hold no end of head
   return false;

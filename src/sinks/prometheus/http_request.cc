@@ -119,22 +119,30 @@ std::optional<ParseResult> ParseHeaderFields(std::string_view rest, HttpRequestH
   }
 }
 
-// The metrics server takes no request bodies, and HTTP/1.1 requires a Host header. Returns the
-// rejection, or nullopt when the head is acceptable.
-std::optional<ParseResult> RejectBodyOrMissingHost(const HttpRequestHead& head) {
-  if (!head.Header("Transfer-Encoding").empty()) return Error(413, "request bodies are not accepted");
-  bool seen_length = false;
+// A request body is taken only where `limit` (from its route) is not 0, framed by a Content-Length of at
+// most `limit` (stored in head.content_length); HTTP/1.1 requires a Host header. Returns the rejection,
+// or nullopt when the head is acceptable.
+std::optional<ParseResult> CheckBodyAndHost(HttpRequestHead& head, size_t limit) {
+  if (!head.Header("Transfer-Encoding").empty()) {
+    if (limit == 0) return Error(413, "request bodies are not accepted");
+    return Error(411, "chunked request bodies are not accepted: send a Content-Length");
+  }
+  std::optional<size_t> length;
   for (const auto& [name, value] : head.headers) {
     if (!EqualsIgnoreCase(name, "Content-Length")) continue;
-    if (seen_length) return Error(400, "duplicate Content-Length");
-    seen_length = true;
+    if (length) return Error(400, "duplicate Content-Length");
     if (value.empty() || value.size() > 18 ||
         !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return Error(400, "malformed Content-Length");
     }
-    if (value.find_first_not_of('0') != std::string_view::npos) {
-      return Error(413, "request bodies are not accepted");
-    }
+    length = 0;
+    for (char c : value) *length = *length * 10 + static_cast<size_t>(c - '0');  // at most 18 digits
+    if (limit == 0 && *length != 0) return Error(413, "request bodies are not accepted");
+    if (*length > limit) return Error(413, "request body too large");
+  }
+  if (limit != 0) {
+    if (!length) return Error(411, "Content-Length required");
+    head.content_length = *length;
   }
   if (head.version_minor >= 1 && head.Header("Host").empty()) {
     bool has_host = std::any_of(head.headers.begin(), head.headers.end(),
@@ -161,7 +169,8 @@ std::string_view HttpRequestHead::Header(std::string_view name) const {
   return {};
 }
 
-ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
+ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head,
+                             const RequestBodyLimit& body_limit) {
   // RFC 9112 2.2: a server should ignore at least one empty line before the request line.
   size_t start = 0;
   while (start < buffer.size() && start < 4 && (buffer[start] == '\r' || buffer[start] == '\n')) ++start;
@@ -176,7 +185,8 @@ ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head) {
   std::string_view rest = buffer.substr(start, end - start);
   if (auto error = ParseRequestLine(NextLine(rest), head)) return *error;
   if (auto error = ParseHeaderFields(rest, head)) return *error;
-  if (auto error = RejectBodyOrMissingHost(head)) return *error;
+  const size_t limit = body_limit ? body_limit(head) : 0;
+  if (auto error = CheckBodyAndHost(head, limit)) return *error;
 
   std::string_view connection = head.Header("Connection");
   if (head.version_minor == 0) {
@@ -203,6 +213,8 @@ std::string_view HttpReasonPhrase(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 411:
+      return "Length Required";
     case 413:
       return "Content Too Large";
     case 415:

@@ -1,11 +1,13 @@
 // HTTP/1.x request-head parsing: a pure function from bytes to a request head, with the limits the
-// metrics server needs (head size, header count, no request bodies). No I/O; fuzzed.
+// metrics server needs (head size, header count; request bodies only where a route takes one, of a
+// bounded size, framed by Content-Length). No I/O; fuzzed.
 //
 // Thread-safety: pure functions; HttpRequestHead is a value type whose views point into the parsed
 // buffer and are valid only as long as that buffer.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -23,6 +25,8 @@ struct HttpRequestHead {
   int version_minor = 1;    // HTTP/1.<minor>
   std::vector<std::pair<std::string_view, std::string_view>> headers;  // values trimmed
   bool keep_alive = true;                                              // from version and Connection header
+  size_t content_length = 0;  // the body's length (Content-Length) when its route takes a body, else 0
+  std::string_view body;      // the body, content_length bytes; set by the server once all arrived
 
   // First value of a header, case-insensitive name match; empty when absent.
   std::string_view Header(std::string_view name) const;
@@ -32,16 +36,23 @@ enum class ParseOutcome { kComplete, kIncomplete, kError };
 
 struct ParseResult {
   ParseOutcome outcome = ParseOutcome::kIncomplete;
-  size_t consumed = 0;     // bytes of the head (kComplete only)
-  int error_status = 0;    // HTTP status to answer (kError only): 400, 413, 431, 501 or 505
+  size_t consumed = 0;     // bytes of the head (kComplete only); its body (head.content_length) follows
+  int error_status = 0;    // HTTP status to answer (kError only): 400, 411, 413, 431, 501 or 505
   std::string_view error;  // short reason for the response body (kError only)
 };
+
+// The most body bytes a request may carry, decided from its parsed head (method, path); 0: no body.
+using RequestBodyLimit = std::function<size_t(const HttpRequestHead& head)>;
 
 // Parses one request head from the start of `buffer`. kIncomplete: need more bytes (and the head so far
 // is within limits). kComplete: `head` is filled and `consumed` bytes belong to it. kError: the request
 // is rejected with `error_status`: 431 when the head exceeds kMaxRequestHeadBytes or kMaxRequestHeaders,
-// 413 when the request announces a body, 505 for a version other than HTTP/1.x, 400 when malformed.
-ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head);
+// 505 for a version other than HTTP/1.x, 400 when malformed. Bodies: where `body_limit` is empty or
+// gives 0, a request that announces one gets 413. Where it gives a limit, the request must carry a
+// Content-Length (411 without one, and for Transfer-Encoding: chunked bodies are not read) of at most the
+// limit (413 beyond); head.content_length is set to it.
+ParseResult ParseRequestHead(std::string_view buffer, HttpRequestHead& head,
+                             const RequestBodyLimit& body_limit = nullptr);
 
 // ASCII case-insensitive comparison.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);

@@ -83,7 +83,17 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::Handle(std::string path, HttpHandler handler) {
-  handlers_[std::move(path)] = std::move(handler);
+  routes_[std::move(path)] = Route{std::move(handler), 0};
+}
+
+void HttpServer::HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler) {
+  routes_[std::move(path)] = Route{std::move(handler), std::max<size_t>(max_body_bytes, 1)};
+}
+
+size_t HttpServer::BodyLimit(const HttpRequestHead& head) const {
+  if (head.method != "POST") return 0;
+  auto it = routes_.find(std::string(head.path));
+  return it == routes_.end() ? 0 : it->second.max_body_bytes;
 }
 
 void HttpServer::SetResponseObserver(ResponseObserver observer) { observer_ = std::move(observer); }
@@ -334,7 +344,7 @@ void HttpServer::AcceptSome(ConnectionLimiter::Time now) {
         continue;
       }
     }
-    auto conn = std::make_unique<HttpConnection>(id, fd, ssl);
+    auto conn = std::make_unique<HttpConnection>(id, fd, ssl, &body_limit_);
     conn->awaiting_hello = ssl != nullptr;
     held_.emplace(id, std::move(conn));
     OnReadable(id);  // a scraper's request (or TLS hello) is usually there already
@@ -438,17 +448,27 @@ void HttpServer::WorkerLoop() {
 bool HttpServer::Serve(HttpConnection& conn) {
   while (true) {
     HttpRequestHead request;
-    ParseResult result = ParseRequestHead(conn.buffer(), request);
+    ParseResult result = ParseRequestHead(conn.buffer(), request, body_limit_);
     if (result.outcome == ParseOutcome::kIncomplete) return true;  // the loop reads the next one
     if (result.outcome == ParseOutcome::kError) {
       HttpResponse response;
       response.status = result.error_status;
       response.body = std::string(result.error) + "\n";
+      // A body refused (411, 413: the request line parsed) on a path with no route: the path is what is
+      // wrong, and a client POSTing to an endpoint that is switched off is told so.
+      if ((result.error_status == 411 || result.error_status == 413) &&
+          !routes_.contains(std::string(request.path))) {
+        response.status = 404;
+        response.body = "404 page not found\n";
+      }
       Send(conn, "", response, false, false, 1);
       return false;
     }
+    const size_t request_bytes = result.consumed + request.content_length;
+    if (conn.buffer().size() < request_bytes) return true;  // a pipelined request's body: the loop reads it
+    request.body = std::string_view(conn.buffer()).substr(result.consumed, request.content_length);
     bool keep_alive = Respond(conn, request);
-    conn.Consume(result.consumed);
+    conn.Consume(request_bytes);
     if (!keep_alive || stop_requested_.load(std::memory_order_relaxed)) return false;
   }
 }
@@ -460,15 +480,16 @@ bool HttpServer::Respond(HttpConnection& conn, const HttpRequestHead& request) {
     response.status = 401;
     response.headers.emplace_back("WWW-Authenticate", "Basic");
     response.body = "Unauthorized\n";
-  } else if (auto it = handlers_.find(std::string(request.path)); it == handlers_.end()) {
+  } else if (auto it = routes_.find(std::string(request.path)); it == routes_.end()) {
     response.status = 404;
     response.body = "404 page not found\n";
-  } else if (request.method != "GET" && !head_only) {
+  } else if (const bool post = it->second.max_body_bytes != 0;
+             post ? request.method != "POST" : request.method != "GET" && !head_only) {
     response.status = 405;
-    response.headers.emplace_back("Allow", "GET, HEAD");
+    response.headers.emplace_back("Allow", post ? "POST" : "GET, HEAD");
     response.body = "method not allowed\n";
   } else {
-    it->second(request, response);
+    it->second.handler(request, response);
   }
   return Send(conn, request.path, response, head_only, request.keep_alive, request.version_minor) &&
          request.keep_alive;

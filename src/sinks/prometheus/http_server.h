@@ -1,6 +1,7 @@
 // HttpServer: a small HTTP/1.1 server for the metrics endpoint: keep-alive and pipelining, GET and HEAD,
-// head limits (8 KiB), optional TLS (OpenSSL) and HTTP basic auth from a WebConfig. Every path requires
-// auth when users are configured, as in the Prometheus exporter toolkit.
+// POST with a bounded Content-Length body on the paths registered for it (HandlePost), head limits
+// (8 KiB), optional TLS (OpenSSL) and HTTP basic auth from a WebConfig. Every path requires auth when
+// users are configured, as in the Prometheus exporter toolkit.
 //
 // One event-loop thread accepts connections and, with non-blocking I/O, runs TLS handshakes, reads
 // request heads and watches keep-alive connections; a complete request goes to a pool of worker threads
@@ -11,7 +12,11 @@
 // each; see ConnectionLimiter); only when every held connection is being answered is the new one
 // refused (503 over plain HTTP, closed with TLS). A request head must be complete within header_timeout
 // of accept (TLS handshake included); a keep-alive connection is closed read_timeout after its last
-// response. A connection whose request is being answered is never evicted.
+// response. A connection whose request is being answered is never evicted. A request body is read by the
+// event loop too, as part of its request: until it has fully arrived the connection is held (and
+// evicted, and timed out) exactly as one whose head is incomplete, so the whole request, body included,
+// must arrive within header_timeout of accept (read_timeout of the last response on a keep-alive
+// connection), and a client that never sends its body costs no worker.
 //
 // Thread-safety: Handle() and SetResponseObserver() before Start() only. Start(), Stop() and port() from
 // one controlling thread; stats() from any thread. Handlers and the observer run concurrently on worker
@@ -96,8 +101,13 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Registers the handler for an exact path (no query). Only GET and HEAD reach handlers; other
-  // methods on a registered path get 405, unregistered paths 404.
+  // methods on a registered path get 405 (413 with a body), unregistered paths 404 (with a body too).
   void Handle(std::string path, HttpHandler handler);
+  // Registers the handler for POST requests to an exact path, with a body of at most `max_body_bytes`
+  // (at least 1) in request.body. The body must be framed by a Content-Length: 411 without one (chunked
+  // bodies included), 413 beyond the limit; it is read whole before the handler runs. Other methods on
+  // the path get 405 (Allow: POST; with a body, 413 as anywhere else).
+  void HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler);
   void SetResponseObserver(ResponseObserver observer);
 
   // Binds, sets up TLS and starts serving. On failure (bad address, port in use, unreadable
@@ -131,13 +141,21 @@ class HttpServer {
   void WorkerLoop();
   // Answers the complete requests in the connection's buffer; true when it stays open for more.
   bool Serve(HttpConnection& conn);
+  // The body a request may carry (its route's, for POST): 0 except on HandlePost paths.
+  size_t BodyLimit(const HttpRequestHead& head) const;
   // Handles one parsed request; returns false when the connection must close afterwards.
   bool Respond(HttpConnection& conn, const HttpRequestHead& request);
   bool Send(HttpConnection& conn, std::string_view path, HttpResponse& response, bool head_only,
             bool keep_alive, int version_minor);
 
+  struct Route {
+    HttpHandler handler;
+    size_t max_body_bytes = 0;  // 0: GET and HEAD; else POST with a body of at most this
+  };
+
   HttpServerOptions options_;
-  std::unordered_map<std::string, HttpHandler> handlers_;
+  std::unordered_map<std::string, Route> routes_;  // by path; fixed once started
+  const RequestBodyLimit body_limit_ = [this](const HttpRequestHead& head) { return BodyLimit(head); };
   ResponseObserver observer_;
   std::unique_ptr<BasicAuthenticator> auth_;
   SSL_CTX* ssl_ctx_ = nullptr;

@@ -121,6 +121,11 @@ PrometheusEndpoint::PrometheusEndpoint(const EndpointOptions& options, SnapshotS
 
 PrometheusEndpoint::~PrometheusEndpoint() { Stop(); }
 
+void PrometheusEndpoint::HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler) {
+  post_paths_.push_back(path);
+  server_->HandlePost(std::move(path), max_body_bytes, std::move(handler));
+}
+
 Status PrometheusEndpoint::Start() { return server_->Start(); }
 
 void PrometheusEndpoint::Stop() { server_->Stop(); }
@@ -169,7 +174,10 @@ void PrometheusEndpoint::ServeLanding(HttpResponse& response) {
 void PrometheusEndpoint::CountResponse(std::string_view path, int status) {
   // Bounded label values: only the paths we serve, everything else is "other".
   std::string_view label = "other";
-  if (path == options_.telemetry_path || path == "/healthz" || path == "/readyz" || path == "/") label = path;
+  if (path == options_.telemetry_path || path == "/healthz" || path == "/readyz" || path == "/" ||
+      std::find(post_paths_.begin(), post_paths_.end(), path) != post_paths_.end()) {
+    label = path;
+  }
   MutexLock lock(&counts_mu_);
   ++request_counts_[{std::string(label), status}];
 }

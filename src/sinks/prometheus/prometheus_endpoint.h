@@ -81,6 +81,10 @@ class PrometheusEndpoint {
                                                     HealthProvider health, Status& status);
   ~PrometheusEndpoint();
 
+  // Serves POST requests to `path` with `handler` (bodies of at most max_body_bytes; HttpServer::HandlePost),
+  // behind the same TLS and basic auth; its responses are counted by path. Before Start() only.
+  void HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler);
+
   // Binds and starts serving; error when the address is unusable or TLS files cannot be loaded.
   Status Start();
   uint16_t port() const { return server_->port(); }
@@ -107,6 +111,7 @@ class PrometheusEndpoint {
   HealthProvider health_;
   std::vector<std::string> warnings_;
   std::unique_ptr<HttpServer> server_;
+  std::vector<std::string> post_paths_;  // HandlePost's paths, counted by name; fixed once started
   RenderCache cache_;
   mutable Mutex counts_mu_;
   std::map<std::pair<std::string, int>, uint64_t> request_counts_ GUARDED_BY(counts_mu_);  // (path, code)

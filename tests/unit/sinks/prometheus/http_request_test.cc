@@ -74,5 +74,65 @@ TEST(PrometheusHttpRequest, RejectsHeadsBeyondTheSizeLimitWith431) {
   EXPECT_EQ(ErrorStatus(many + "\r\n"), 431);
 }
 
+// A route that takes POST bodies of at most 10 bytes on /in, as HttpServer::HandlePost sets up.
+size_t TenBytesOnIn(const HttpRequestHead& head) {
+  return head.method == "POST" && head.path == "/in" ? 10 : 0;
+}
+
+ParseResult ParseWithBodies(std::string_view raw, HttpRequestHead& head) {
+  return ParseRequestHead(raw, head, TenBytesOnIn);
+}
+
+TEST(PrometheusHttpRequest, TakesABodyOfExactlyTheLimitWhereTheRouteTakesOne) {
+  std::string raw = "POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789";
+  HttpRequestHead head;
+  ParseResult result = ParseWithBodies(raw, head);
+  ASSERT_EQ(result.outcome, ParseOutcome::kComplete);
+  EXPECT_EQ(result.consumed, raw.size() - 10) << "the body follows the head";
+  EXPECT_EQ(head.content_length, 10u);
+  // The head is complete before any of the body arrived: the caller waits for the rest.
+  ASSERT_EQ(ParseWithBodies(raw.substr(0, raw.size() - 10), head).outcome, ParseOutcome::kComplete);
+  EXPECT_EQ(head.content_length, 10u);
+  ASSERT_EQ(ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", head).outcome,
+            ParseOutcome::kComplete);
+  EXPECT_EQ(head.content_length, 0u);
+}
+
+TEST(PrometheusHttpRequest, RejectsABodyBeyondTheLimitWith413) {
+  HttpRequestHead head;
+  ParseResult result = ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n", head);
+  EXPECT_EQ(result.outcome, ParseOutcome::kError);
+  EXPECT_EQ(result.error_status, 413);
+  result =
+      ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999999999\r\n\r\n", head);
+  EXPECT_EQ(result.error_status, 413);
+  // Elsewhere (another path, another method) bodies are refused as without routes.
+  EXPECT_EQ(
+      ParseWithBodies("POST /other HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", head).error_status,
+      413);
+  EXPECT_EQ(ParseWithBodies("PUT /in HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", head).error_status,
+            413);
+  EXPECT_EQ(ParseWithBodies("GET /in HTTP/1.1\r\nHost: x\r\n\r\n", head).outcome, ParseOutcome::kComplete);
+  EXPECT_EQ(head.content_length, 0u);
+}
+
+TEST(PrometheusHttpRequest, RequiresAContentLengthWith411WhereTheRouteTakesABody) {
+  HttpRequestHead head;
+  ParseResult result = ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\n\r\n", head);
+  EXPECT_EQ(result.outcome, ParseOutcome::kError);
+  EXPECT_EQ(result.error_status, 411);
+  EXPECT_EQ(result.error, "Content-Length required");
+  result = ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", head);
+  EXPECT_EQ(result.error_status, 411) << "chunked bodies are not read";
+  result = ParseWithBodies(
+      "POST /in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", head);
+  EXPECT_EQ(result.error_status, 411);
+  result =
+      ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", head);
+  EXPECT_EQ(result.error_status, 400);
+  EXPECT_EQ(ParseWithBodies("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", head).error_status,
+            400);
+}
+
 }  // namespace
 }  // namespace gpuscope

@@ -148,6 +148,155 @@ bool Eventually(const std::function<bool()>& done) {
 
 constexpr std::string_view kHalfRequest = "GET /hello HTTP/1.1\r\nHost: x\r\nUser-Ag";
 
+// POST routes: a body of at most 16 bytes on /in, echoed back with the request count.
+constexpr size_t kInLimit = 16;
+
+std::unique_ptr<HttpServer> StartPostServer(HttpServerOptions options = {}) {
+  options.listen_address = "127.0.0.1:0";
+  auto server = std::make_unique<HttpServer>(std::move(options));
+  server->Handle("/hello", [](const HttpRequestHead&, HttpResponse& response) { response.body = "hello\n"; });
+  server->HandlePost("/in", kInLimit, [](const HttpRequestHead& request, HttpResponse& response) {
+    response.body = "got " + std::string(request.body);
+  });
+  EXPECT_TRUE(server->Start().ok());
+  return server;
+}
+
+std::string PostIn(std::string_view body) {
+  return "POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         std::string(body);
+}
+
+TEST(PrometheusHttpServer, APostRouteGetsABodyOfExactlyItsLimitAndKeepsTheConnection) {
+  auto server = StartPostServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(client.SendRaw(PostIn(std::string(kInLimit, 'x'))));
+  ParsedResponse response;
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "got " + std::string(kInLimit, 'x'));
+  EXPECT_EQ(client.Get("/hello").status, 200) << "the body was consumed, not taken for the next head";
+  ASSERT_TRUE(client.SendRaw(PostIn("")));  // Content-Length: 0
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "got ");
+}
+
+TEST(PrometheusHttpServer, AssemblesABodySplitAcrossReadsAndAnswersThePipelinedRequestAfterIt) {
+  auto server = StartPostServer();
+  TestClient client(server->port());
+  const std::string request = PostIn("0123456789abcdef");
+  const size_t head = request.size() - kInLimit;
+  ASSERT_TRUE(client.SendRaw(request.substr(0, head)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(client.SendRaw(request.substr(head, 5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(
+      client.SendRaw(request.substr(head + 5) + PostIn("second") + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ParsedResponse response;
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.body, "got 0123456789abcdef");
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.body, "got second");
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.body, "hello\n");
+}
+
+TEST(PrometheusHttpServer, AnswersABodyBeyondThePostLimitWith413WithoutReadingIt) {
+  auto server = StartPostServer();
+  TestClient client(server->port());
+  ASSERT_TRUE(client.SendRaw("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n"));
+  std::string raw;
+  ASSERT_TRUE(client.ReadUntilClosed(raw));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 413 ")) << raw;
+  EXPECT_NE(raw.find("Connection: close"), std::string::npos);
+}
+
+TEST(PrometheusHttpServer, AnswersAPostWithoutContentLengthOrChunkedWith411) {
+  auto server = StartPostServer();
+  for (const char* request :
+       {"POST /in HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}) {
+    TestClient client(server->port());
+    ASSERT_TRUE(client.SendRaw(request));
+    std::string raw;
+    ASSERT_TRUE(client.ReadUntilClosed(raw));
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 411 Length Required\r\n")) << raw;
+  }
+}
+
+TEST(PrometheusHttpServer, AnswersOtherMethodsOnAPostRouteWith405AndPostElsewhereAsBefore) {
+  auto server = StartPostServer();
+  TestClient client(server->port());
+  ParsedResponse response = client.Get("/in");
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.headers["allow"], "POST");
+  ASSERT_TRUE(client.SendRaw("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.headers["allow"], "GET, HEAD");
+  ASSERT_TRUE(client.SendRaw("POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 404);
+  // With a body, on a path with no route (an endpoint switched off): 404 too, not 413.
+  TestClient other(server->port());
+  ASSERT_TRUE(other.SendRaw("POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"));
+  std::string raw;
+  ASSERT_TRUE(other.ReadUntilClosed(raw));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 404 ")) << raw;
+}
+
+TEST(PrometheusHttpServer, ABodyThatStopsArrivingTimesOutLikeAnIncompleteHeadAndHoldsNoWorker) {
+  HttpServerOptions options;
+  options.header_timeout = std::chrono::milliseconds(300);
+  options.read_timeout = std::chrono::hours(1);
+  auto server = StartPostServer(options);
+  TestClient slow(server->port());
+  const std::string request = PostIn("0123456789");
+  ASSERT_TRUE(slow.SendRaw(request.substr(0, request.size() - 4)));  // the head and 6 of 10 bytes
+  ASSERT_TRUE(Eventually([&] { return server->stats().held_header == 1; }));
+  EXPECT_EQ(server->stats().held_serving, 0u) << "waiting for a body takes no worker";
+  std::string raw;
+  EXPECT_TRUE(slow.ReadUntilClosed(raw));
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().timed_out_header, 1u);
+}
+
+TEST(PrometheusHttpServer, AtTheCapEvictsAConnectionWaitingForItsBody) {
+  HttpServerOptions options;
+  options.max_connections = 1;
+  auto server = StartPostServer(options);
+  TestClient waiting(server->port());
+  const std::string request = PostIn("0123456789");
+  ASSERT_TRUE(waiting.SendRaw(request.substr(0, request.size() - 1)));
+  ASSERT_TRUE(Eventually([&] { return server->stats().held_header == 1; }));
+  TestClient scraper(server->port());
+  EXPECT_EQ(scraper.Get("/hello").status, 200);
+  std::string raw;
+  EXPECT_TRUE(waiting.ReadUntilClosed(raw));
+  EXPECT_EQ(raw, "");
+  EXPECT_EQ(server->stats().evicted_header, 1u);
+}
+
+TEST(PrometheusHttpServer, BasicAuthGuardsAPostRoute) {
+  HttpServerOptions options;
+  // Produced by `htpasswd -nbBC 10 prometheus s3cr3t-pass`.
+  options.web_config.basic_auth_users["prometheus"] =
+      "$2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy";
+  auto server = StartPostServer(options);
+  TestClient client(server->port());
+  ParsedResponse response;
+  ASSERT_TRUE(client.SendRaw(PostIn("event")));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 401);
+  ASSERT_TRUE(
+      client.SendRaw("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                     "Authorization: Basic cHJvbWV0aGV1czpzM2NyM3QtcGFzcw==\r\n\r\nevent"));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "got event");
+}
+
 TEST(PrometheusHttpServer, AtTheCapEvictsTheOldestConnectionThatHasNotSentARequest) {
   HttpServerOptions options;
   options.max_connections = 2;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -47,8 +48,9 @@ double SelfMetric(const PrometheusEndpoint& endpoint, std::string_view name, con
 
 class PrometheusEndpointTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PrometheusEndpoint> StartEndpoint(const std::string& web_config = "",
-                                                    size_t max_connections = 64) {
+  std::unique_ptr<PrometheusEndpoint> StartEndpoint(
+      const std::string& web_config = "", size_t max_connections = 64,
+      const std::function<void(PrometheusEndpoint&)>& before_start = nullptr) {
     EndpointOptions options;
     options.listen_address = "127.0.0.1:0";
     options.max_connections = max_connections;
@@ -63,6 +65,7 @@ class PrometheusEndpointTest : public ::testing::Test {
         status);
     EXPECT_TRUE(status.ok()) << status.ToString();
     if (!endpoint) return nullptr;
+    if (before_start) before_start(*endpoint);
     status = endpoint->Start();
     EXPECT_TRUE(status.ok()) << status.ToString();
     return endpoint;
@@ -166,6 +169,29 @@ TEST_F(PrometheusEndpointTest, BasicAuthProtectsEveryPath) {
             401);  // wrong
   EXPECT_EQ(client.Get("/metrics", kAuthorization).status, 200);
   EXPECT_EQ(client.Get("/healthz", kAuthorization).status, 200);
+}
+
+TEST_F(PrometheusEndpointTest, ServesAPostRouteBehindBasicAuthAndCountsItsResponsesByPath) {
+  auto endpoint =
+      StartEndpoint(std::string("basic_auth_users:\n  ") + kHtpasswdLine, 64, [](PrometheusEndpoint& e) {
+        e.HandlePost("/api/v1/in", 64, [](const HttpRequestHead& request, HttpResponse& response) {
+          response.body = std::string(request.body);
+        });
+      });
+  TestClient client(endpoint->port());
+  ParsedResponse response;
+  ASSERT_TRUE(client.SendRaw("POST /api/v1/in HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 401);
+  ASSERT_TRUE(client.SendRaw(std::string("POST /api/v1/in HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n") +
+                             kAuthorization + "\r\n{}"));
+  ASSERT_TRUE(client.ReadResponse(response));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "{}");
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_requests_total", {{"path", "/api/v1/in"}, {"code", "200"}}),
+            1);
+  EXPECT_EQ(SelfMetric(*endpoint, "gpuscope_http_requests_total", {{"path", "/api/v1/in"}, {"code", "401"}}),
+            1);
 }
 
 TEST_F(PrometheusEndpointTest, ServesOverTlsWithASelfSignedCertificate) {
