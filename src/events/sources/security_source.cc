@@ -1,5 +1,6 @@
 #include "src/events/sources/security_source.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "src/core/log.h"
@@ -53,6 +54,37 @@ Status SecurityEventForPost(std::string_view json, const std::string& procfs, Po
   out->line = std::string(json);
   out->origin = "http_output";
   out->time_unix_ns = parsed.time_unix_ns;
+  return Status::Ok();
+}
+
+Status PostFalcoEvents(std::string_view body, const std::string& procfs, PostedEvents* queue) {
+  std::vector<PostedEvent> events;
+  size_t line_number = 0;
+  while (!body.empty()) {
+    const size_t newline = body.find('\n');
+    std::string_view line = body.substr(0, newline);
+    body.remove_prefix(newline == std::string_view::npos ? body.size() : newline + 1);
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    PostedEvent event;
+    if (Status status = SecurityEventForPost(line, procfs, &event); !status.ok()) {
+      std::string why = "line " + std::to_string(line_number) + ": " + status.message();
+      std::replace_if(
+          why.begin(), why.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+      return Status::InvalidArgument(std::move(why));
+    }
+    events.push_back(std::move(event));
+  }
+  if (events.empty()) return Status::InvalidArgument("no Falco event in the body");
+  size_t lost = 0;
+  for (PostedEvent& event : events) {
+    if (!queue->Post(std::move(event))) ++lost;
+  }
+  if (lost != 0) {
+    return Status::Unavailable(std::to_string(lost) + " of " + std::to_string(events.size()) +
+                               " events lost: too many wait for the event pipeline");
+  }
   return Status::Ok();
 }
 
@@ -146,6 +178,7 @@ void SecuritySource::AppendMetrics(std::vector<MetricFamily>& out) const {
     }
   }
   out.push_back(std::move(family));
+  if (posted_) posted_->AppendMetrics(out);  // gpuscope_event_posted_dropped_total{source="falco"}
 }
 
 std::vector<MetricDescription> SecuritySource::Describe() {
@@ -158,7 +191,9 @@ std::vector<MetricDescription> SecuritySource::Describe() {
       "severity).";
   events.labels = {"source", "rule", "priority"};
   events.source = "Falco's JSON output and Tetragon's JSON export";
-  return {events};
+  std::vector<MetricDescription> out = {events};
+  for (MetricDescription& d : PostedEventSource::Describe()) out.push_back(std::move(d));  // Falco over HTTP
+  return out;
 }
 
 }  // namespace gpuscope

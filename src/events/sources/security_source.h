@@ -45,6 +45,13 @@ Event SecurityEventToEvent(const SecurityEvent& parsed, const std::string& procf
 // does not parse.
 Status SecurityEventForPost(std::string_view json, const std::string& procfs, PostedEvent* out);
 
+// Queues the Falco events of one request body (Falco's http_output sends one JSON object; a body may hold
+// several, one a line; blank lines are skipped) into `queue` for the falco source. Every object is parsed
+// before any is queued: InvalidArgument ("line N: why", one line) when one does not parse or the body
+// holds none, and nothing is queued. Unavailable when the queue is full: the events it took are queued,
+// the others are lost and counted by the queue (gpuscope_event_posted_dropped_total{source="falco"}).
+Status PostFalcoEvents(std::string_view body, const std::string& procfs, PostedEvents* queue);
+
 class SecuritySource final : public EventSource {
  public:
   struct Options {

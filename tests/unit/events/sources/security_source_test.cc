@@ -63,7 +63,7 @@ class SecuritySourceTest : public ::testing::Test {
   static double Count(const SecuritySource& source, const std::string& rule, const std::string& priority) {
     std::vector<MetricFamily> families;
     source.AppendMetrics(families);
-    EXPECT_EQ(families.size(), 1u);
+    EXPECT_EQ(families.at(0).name, "gpuscope_security_events_total");
     for (const Sample& s : families.at(0).samples) {
       if (s.labels ==
           Labels{{"source", std::string(source.Name())}, {"rule", rule}, {"priority", priority}}) {
@@ -203,11 +203,57 @@ TEST_F(SecuritySourceTest, PostedFalcoEventsFlowWithTheFileOnes) {
   EXPECT_EQ(Count(source, "Read sensitive file untrusted", "warning"), 1);
 }
 
-TEST_F(SecuritySourceTest, DescribeNamesTheFamilyItAppends) {
+TEST_F(SecuritySourceTest, DescribeNamesTheFamiliesItAppends) {
   std::vector<MetricDescription> d = SecuritySource::Describe();
-  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].name, "gpuscope_security_events_total");
   EXPECT_EQ(d[0].labels, (std::vector<std::string>{"source", "rule", "priority"}));
+  EXPECT_EQ(d[1].name, "gpuscope_event_posted_dropped_total");  // with Falco over HTTP
+  PostedEvents posted;
+  SecuritySource::Options o;
+  o.posted = &posted;
+  std::vector<MetricFamily> families;
+  SecuritySource(o).AppendMetrics(families);
+  ASSERT_EQ(families.size(), d.size());
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(families[i].name, d[i].name);
+}
+
+// Falco's http_output bodies (the route POST /api/v1/falco hands them over as they came).
+TEST_F(SecuritySourceTest, PostFalcoEventsQueuesEveryLineOfABody) {
+  PostedEvents posted;
+  const std::string fixture = Fixture("falco.jsonl");
+  ASSERT_TRUE(PostFalcoEvents(fixture, P("proc"), &posted).ok());
+  std::vector<PostedEvent> queued = posted.Take();
+  ASSERT_EQ(queued.size(), 7u);
+  EXPECT_EQ(queued[0].event.Field("rule"), "Read sensitive file untrusted");
+  EXPECT_EQ(queued[0].event.Field("job_id"), "4101");
+  EXPECT_EQ(queued[0].origin, "http_output");
+  // One object without a newline (what Falco sends), and CRLF with blank lines around.
+  const std::string first = fixture.substr(0, fixture.find('\n'));
+  ASSERT_TRUE(PostFalcoEvents(first, P("proc"), &posted).ok());
+  ASSERT_TRUE(PostFalcoEvents("\r\n" + first + "\r\n\r\n", P("proc"), &posted).ok());
+  EXPECT_EQ(posted.Take().size(), 2u);
+}
+
+TEST_F(SecuritySourceTest, PostFalcoEventsQueuesNothingOfABodyWithALineThatDoesNotParse) {
+  PostedEvents posted;
+  const std::string fixture = Fixture("falco.jsonl");
+  Status status = PostFalcoEvents(fixture + "{not json\n", P("proc"), &posted);
+  EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(status.message().starts_with("line 8: ")) << status.message();
+  EXPECT_EQ(status.message().find('\n'), std::string::npos);
+  EXPECT_TRUE(posted.Take().empty());
+  EXPECT_EQ(PostFalcoEvents("", P("proc"), &posted).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(PostFalcoEvents("\n \n", P("proc"), &posted).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(SecuritySourceTest, PostFalcoEventsIntoAFullQueueIsUnavailableAndCountsTheLost) {
+  PostedEvents posted(2);
+  Status status = PostFalcoEvents(Fixture("falco.jsonl"), P("proc"), &posted);
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(status.message(), "5 of 7 events lost: too many wait for the event pipeline");
+  EXPECT_EQ(posted.dropped(), 5u);
+  EXPECT_EQ(posted.Take().size(), 2u);
 }
 
 }  // namespace
