@@ -57,7 +57,8 @@ class VictoriaLogs:
         self.starts += 1
         self.process = subprocess.Popen(
             [self.binary, f"-storageDataPath={self.workdir}/data", f"-httpListenAddr=127.0.0.1:{self.port}",
-             "-loggerLevel=WARN"],
+             # Recorded fixtures keep their own times (Falco's of 2024): a retention that stores them.
+             "-retentionPeriod=100y", "-loggerLevel=WARN"],
             stdout=self._log, stderr=subprocess.STDOUT)
         harness.wait_for(self._ready, 60, "VictoriaLogs to be ready")
 

@@ -5,16 +5,22 @@ with LogsQL. Proves: every event that parses is stored once, with class falco/te
 and the severity of its priority (or kind and action) as stream labels, rule/pid/process/pod as fields, the
 job of its pid (a fixture /proc whose cgroup names Slurm job 4101) as hpc_job, and the original JSON line as
 the message; the hostile lines are counted as read errors and nothing else is lost; the agent's
-gpuscope_security_events_total counts them by rule and priority.
+gpuscope_security_events_total counts them by rule and priority. Falco's http_output
+(--events.falco-http): the same events POSTed to /api/v1/falco one a request and all in one body are
+stored and counted alike, a body that does not parse gets 400 and nothing of it is kept, the path is 404
+without the flag, and basic auth from --web.config.file guards it like /metrics.
 
 Usage: security_events_test.py AGENT SIM_LIBRARY VICTORIA_LOGS REPO_ROOT"""
 
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -36,6 +42,17 @@ def stream_labels(entry):
 def fixture(name):
     with open(os.path.join(FIXTURES, name), "rb") as f:
         return f.read()
+
+
+def post(url, body, headers=None):
+    """POSTs `body` as Falco's http_output does (Content-Type: application/json); (status, response body)."""
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 class SecurityEventsIntoVictoriaLogs(unittest.TestCase):
@@ -123,6 +140,81 @@ class SecurityEventsIntoVictoriaLogs(unittest.TestCase):
         self.assertEqual(metric(self.agent, "gpuscope_event_source_errors_total", source="falco"), 8)
         self.assertEqual(metric(self.agent, "gpuscope_event_source_errors_total", source="tetragon"), 5)
         self.assertIn("security event not parsed", self.agent.read_log())
+
+    def test_falco_http_output_posts_reach_victorialogs_and_the_counters(self):
+        self.agent = harness.Agent(
+            AGENT, SIM, SCENARIO, env={"GPUSCOPE_SIM_KERNEL_LOG": ""},
+            extra_args=["--no-collector.host", "--no-collector.infiniband",
+                        "--path.procfs", os.path.join(self.workdir, "proc"),
+                        "--events.state-dir", os.path.join(self.workdir, "state"),
+                        "--events.poll-interval", "100ms", "--events.ship-severity", "debug",
+                        "--events.falco-http",
+                        "--sink.loki.url", self.receiver.loki_push_url(), "--sink.loki.format", "protobuf"])
+        url = self.agent.url + "/api/v1/falco"
+        lines = fixture("falco.jsonl").splitlines()
+        for line in lines:  # what Falco's http_output sends: one event per request, no newline
+            self.assertEqual(post(url, line), (200, "ok\n"))
+        self.assertEqual(post(url, fixture("falco.jsonl")), (200, "ok\n"), "several events in one body")
+        status, reason = post(url, lines[0] + b"\n" + b"{not json\n")
+        self.assertEqual(status, 400)
+        self.assertTrue(reason.startswith("line 2: ") and reason.count("\n") == 1, reason)
+        with self.assertRaises(urllib.error.HTTPError) as get:
+            harness.http_get(url)
+        self.assertEqual(get.exception.code, 405)
+        expected = 2 * len(lines)
+
+        def stored():
+            if metric(self.agent, "gpuscope_queue_records", queue="events", consumer="loki") != 0:
+                return None
+            if (metric(self.agent, "gpuscope_events_shipped_total") or 0) < expected:
+                return None
+            entries = self.receiver.query("*")
+            return entries if len(entries) >= expected else None
+
+        entries = harness.wait_for(stored, 90, "every POSTed Falco event stored in VictoriaLogs")
+        self.assertEqual(len(entries), expected, "each event stored once, none of the refused body")
+        self.assertEqual(sorted(e["rule"] for e in entries), sorted(json.loads(line)["rule"] for line in lines * 2),
+                         "every event twice (one a request, then all in one body), none of the refused body")
+        shadow = [e for e in entries if e["rule"] == "Read sensitive file untrusted"]
+        self.assertEqual(len(shadow), 2)
+        for entry in shadow:
+            self.assertEqual((stream_labels(entry)["class"], stream_labels(entry)["source"],
+                              stream_labels(entry)["severity"]), ("falco", "falco", "warning"))
+            self.assertEqual(entry["hpc_job"], "4101", "the job of the pid's cgroup")
+
+        self.assertEqual(metric(self.agent, "gpuscope_events_total", source="falco"), expected)
+        self.assertEqual(metric(self.agent, "gpuscope_security_events_total", source="falco"), expected)
+        self.assertEqual(metric(self.agent, "gpuscope_security_events_total", source="falco",
+                                rule="Read sensitive file untrusted", priority="warning"), 2)
+        self.assertEqual(metric(self.agent, "gpuscope_event_posted_dropped_total", source="falco"), 0)
+        self.assertEqual(metric(self.agent, "gpuscope_http_requests_total", path="/api/v1/falco", code="200"),
+                         len(lines) + 1)
+        self.assertEqual(metric(self.agent, "gpuscope_http_requests_total", path="/api/v1/falco", code="400"), 1)
+
+    def test_falco_http_path_is_404_without_the_flag(self):
+        self.agent = harness.Agent(
+            AGENT, SIM, SCENARIO, env={"GPUSCOPE_SIM_KERNEL_LOG": ""},
+            extra_args=["--no-collector.host", "--no-collector.infiniband",
+                        "--events.state-dir", os.path.join(self.workdir, "state"),
+                        "--events.falco-file", self.falco])
+        status, _ = post(self.agent.url + "/api/v1/falco", fixture("falco.jsonl").splitlines()[0])
+        self.assertEqual(status, 404)
+
+    def test_falco_http_output_needs_the_web_configs_basic_auth(self):
+        web_config = os.path.join(self.workdir, "web.yml")
+        with open(web_config, "w") as f:
+            # `htpasswd -nbBC 10 prometheus s3cr3t-pass`
+            f.write("basic_auth_users:\n  prometheus: $2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy\n")
+        self.agent = harness.Agent(
+            AGENT, SIM, SCENARIO, env={"GPUSCOPE_SIM_KERNEL_LOG": ""},
+            extra_args=["--no-collector.host", "--no-collector.infiniband",
+                        "--events.state-dir", os.path.join(self.workdir, "state"),
+                        "--events.falco-http", "--web.config.file", web_config])
+        url = self.agent.url + "/api/v1/falco"
+        event = fixture("falco.jsonl").splitlines()[0]
+        self.assertEqual(post(url, event)[0], 401)
+        credentials = {"Authorization": "Basic cHJvbWV0aGV1czpzM2NyM3QtcGFzcw=="}  # prometheus:s3cr3t-pass
+        self.assertEqual(post(url, event, credentials), (200, "ok\n"))
 
 
 if __name__ == "__main__":
