@@ -38,6 +38,7 @@ PROMISED = {
     "/usr/share/gpuscope/python/gpuscope/__init__.py", "/etc/gpuscope/agent.yml", "/etc/gpuscope/agent.d",
     "/var/lib/gpuscope", "/usr/lib/systemd/system/gpuscope-agent.service", "/usr/lib/tmpfiles.d/gpuscope.conf",
     "/usr/lib/sysusers.d/gpuscope.conf", "/usr/share/gpuscope/systemd/kmsg.conf",
+    "/usr/share/gpuscope/systemd/ebpf.conf", "/usr/share/gpuscope/examples/ebpf.yml",
     "/usr/share/gpuscope/systemd/proc-environ.conf", "/usr/share/gpuscope/systemd/sinks.conf",
     "/usr/share/gpuscope/examples/kmsg.yml", "/usr/share/gpuscope/examples/sinks.yml",
     "/usr/share/gpuscope/slurm/prolog.sh", "/usr/share/gpuscope/slurm/epilog.sh",
@@ -155,10 +156,11 @@ class Deb(unittest.TestCase):
         # What a site copies to /etc/gpuscope/agent.d/ from /usr/share/gpuscope/examples/, with the packaged
         # agent.yml, as the unit starts the agent: every key is one the agent takes.
         examples = os.path.join(self.dir, "usr/share/gpuscope/examples")
-        self.assertEqual(sorted(os.listdir(examples)), ["kmsg.yml", "sinks.yml"])
+        self.assertEqual(sorted(os.listdir(examples)), ["ebpf.yml", "kmsg.yml", "sinks.yml"])
         text = run(AGENT, "--config", os.path.join(self.dir, "etc/gpuscope/agent.yml"), "--config.dir", examples,
                    "--print-config-file")
         self.assertIn('  kmsg_path: "/dev/kmsg"\n', text)
+        self.assertRegex(text, r"(?m)^ebpf:\n(?:  #.*\n)*  enabled: true\n")
         self.assertIn('    url: "https://loki.example.internal/loki/api/v1/push"\n', text)
 
     def test_the_wheel_is_the_projects_version_and_imports(self):

@@ -36,6 +36,7 @@ COMBINATIONS = {
     "with `proc-environ.conf`": ["proc-environ.conf"],
     "with `kmsg.conf` and `proc-environ.conf`": ["kmsg.conf", "proc-environ.conf"],
     "with `sinks.conf`": ["sinks.conf"],
+    "with `ebpf.conf`": ["ebpf.conf"],
 }
 
 
@@ -108,6 +109,22 @@ class UnitFiles(unittest.TestCase):
             print(f"exposure {label}: {match.group(1)} {match.group(2)}")
         self.assertLess(float(measured["`gpuscope-agent.service` as installed"]), 2.0)
         self.assertEqual(measured, stated)
+
+    def test_the_ebpf_dropin_adds_back_only_its_two_system_calls(self):
+        # systemd merges an allow-list entry after the unit's "~@privileged" back into the allow list: the
+        # assessment of the merged filter names bpf (@privileged) and perf_event_open (@debug) as allowed with
+        # ebpf.conf, and neither group without it; every other group it judges stays as the base unit has it.
+        def groups(dropins):
+            result = run("systemd-analyze", "security", "--offline=true", "--no-pager", self.combined_unit(dropins))
+            return result.stdout, {m.group(2): m.group(1) for m in
+                                   re.finditer(r"^(\S) SystemCallFilter=~(@[a-z-]+) .*$", result.stdout, re.M)}
+        (_, base), (report, ebpf) = groups([]), groups(["ebpf.conf"])
+        self.assertEqual((base["@privileged"], base["@debug"]), ("\u2713", "\u2713"))
+        self.assertEqual((ebpf["@privileged"], ebpf["@debug"]), ("\u2717", "\u2717"))
+        self.assertEqual({g: v for g, v in ebpf.items() if g not in ("@privileged", "@debug")},
+                         {g: v for g, v in base.items() if g not in ("@privileged", "@debug")})
+        self.assertIn("(e.g. bpf is allowed)", report)
+        self.assertIn("(e.g. perf_event_open is allowed)", report)
 
     def test_the_base_unit_holds_no_capability_and_the_promised_sandbox(self):
         with open(UNIT) as f:
