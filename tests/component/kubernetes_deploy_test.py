@@ -290,6 +290,12 @@ class LeastPrivilege(unittest.TestCase):
         "infiniband collector": (["collectors.infiniband.enabled=true"], {"/sys": True}, set(), False, False, False),
         "job mapping": (["mapping.enabled=true"], {"/run/gpuscope": False}, set(), False, True, False),
         "training": (["collectors.training.enabled=true"], {"/run/gpuscope": False}, set(), False, True, True),
+        "eBPF": (["ebpf.enabled=true", "ebpf.watchDirs={/lustre/checkpoints}"],
+                 {"/proc": True, "/sys/kernel/btf": True, "/lustre/checkpoints": True},
+                 {"BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}, False, True, False),
+        "eBPF without the cuda uprobes": (["ebpf.enabled=true", "ebpf.programs={connect,files}"],
+                                          {"/proc": True, "/sys/kernel/btf": True},
+                                          {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"}, False, True, False),
         "push sink": (["sinks.loki.url=http://loki:3100/loki/api/v1/push"], {"/var/lib/gpuscope": False}, set(),
                       False, True, False),
     }

@@ -55,7 +55,7 @@ Features and what they need. Each helper prints "true" or nothing, so `if includ
 
 {{/* The host's /proc: GPU processes' cgroups (procAttribution) and the host collector's per-process view. */}}
 {{- define "gpuscope.hostProc" -}}
-{{- if or .Values.procAttribution .Values.collectors.host.enabled }}true{{- end }}
+{{- if or .Values.procAttribution .Values.collectors.host.enabled .Values.ebpf.enabled }}true{{- end }}
 {{- end }}
 
 {{/* The host's /sys: InfiniBand ports and PCIe links (infiniband, host collectors). */}}
@@ -70,7 +70,8 @@ Features and what they need. Each helper prints "true" or nothing, so `if includ
 
 {{/*
 User 0 where a root-only host file is read or a root-owned host directory written: the pod-resources socket,
-the journal (root:systemd-journal 0640), /dev/kmsg, other users' /proc/<pid>/environ, job logs, the
+the journal (root:systemd-journal 0640), /dev/kmsg, other users' /proc/<pid>/environ, job logs, the eBPF
+programs (Kubernetes gives added capabilities to user 0 only: no ambient set), the
 prolog's and training directory /run/gpuscope, and the state directory on the host (hostPath creates it
 root:root 0755) that event sources and push sinks write. Otherwise nobody (65534).
 */}}
@@ -79,7 +80,19 @@ root:root 0755) that event sources and push sinks write. Otherwise nobody (65534
 {{- end }}
 
 {{- define "gpuscope.root" -}}
-{{- if or .Values.kubernetes.enabled (include "gpuscope.stateOnHost" .) .Values.procAttribution .Values.mapping.enabled .Values.collectors.training.enabled }}true{{- end }}
+{{- if or .Values.kubernetes.enabled (include "gpuscope.stateOnHost" .) .Values.procAttribution .Values.mapping.enabled .Values.collectors.training.enabled .Values.ebpf.enabled }}true{{- end }}
+{{- end }}
+
+{{/*
+Capabilities added to the agent container (every other one dropped): other users' /proc/<pid>/environ
+(procAttribution); the eBPF programs (ebpf.enabled), SYS_ADMIN only for the cuda program's uprobes.
+*/}}
+{{- define "gpuscope.capabilities" -}}
+{{- $caps := list }}
+{{- if or .Values.procAttribution .Values.ebpf.enabled }}{{ $caps = concat $caps (list "DAC_READ_SEARCH" "SYS_PTRACE") }}{{ end }}
+{{- if .Values.ebpf.enabled }}{{ $caps = concat $caps (list "BPF" "PERFMON") }}{{ end }}
+{{- if and .Values.ebpf.enabled (has "cuda" .Values.ebpf.programs) }}{{ $caps = append $caps "SYS_ADMIN" }}{{ end }}
+{{- if $caps }}{{ $caps | toJson }}{{ end }}
 {{- end }}
 
 {{- define "gpuscope.privileged" -}}
