@@ -68,7 +68,8 @@ class DeployDocs(unittest.TestCase):
         known = agent_flags() | cli_flags()
         # Flags of other programs the pages show in full commands (apt, dpkg, systemctl, journalctl, ninja).
         foreign = {"force-confold", "force-confdef", "now", "no-pager", "no-block", "tag-display-limit", "system",
-                   "out", "overrides"}  # apt/dpkg, systemctl, lintian, useradd, the mixin's generate.sh
+                   "out", "overrides",  # apt/dpkg, systemctl, lintian, useradd, the mixin's generate.sh
+                   "export-filename"}  # tetragon
         unknown = {}
         for page, text in self.pages.items():
             for span in code_spans(text):
