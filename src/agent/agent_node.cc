@@ -20,6 +20,7 @@
 #include "src/core/version.h"
 #include "src/events/classifiers/xid_catalog.h"
 #include "src/events/sources/posted_source.h"
+#include "src/events/sources/security_source.h"
 #include "src/node/node_state.h"
 #include "src/platform/host.h"
 #include "src/platform/memory.h"
@@ -39,6 +40,24 @@ NodeStateOptions NodeOptionsFor(const AgentConfig& config) {
   }
   options.xid_action = [](uint32_t xid) { return std::string(XidActionName(LookupXid(xid).action)); };
   return options;
+}
+
+// Falco's http_output (--events.falco-http): one JSON event per request, POSTed to the metrics listener.
+constexpr char kFalcoPostPath[] = "/api/v1/falco";
+constexpr size_t kMaxFalcoPostBytes = size_t{1} << 20;
+
+// Queues a POSTed body's events for the falco source: 200 when all were queued, 400 when one does not
+// parse (nothing queued), 503 when the queue is full (the lost ones are counted by it).
+HttpHandler FalcoPostHandler(PostedEvents* queue, std::string procfs) {
+  return [queue, procfs = std::move(procfs)](const HttpRequestHead& request, HttpResponse& response) {
+    const Status status = PostFalcoEvents(request.body, procfs, queue);
+    if (status.ok()) {
+      response.body = "ok\n";
+      return;
+    }
+    response.status = status.code() == Status::Code::kInvalidArgument ? 400 : 503;
+    response.body = status.message() + "\n";
+  };
 }
 
 // The Kubernetes node this agent runs on: --kubernetes.node-name, else $NODE_NAME (the DaemonSet sets it
@@ -74,6 +93,8 @@ struct AgentNode::Parts {
   // The ebpf collector posts unexpected connections, foreign file opens and CUDA allocation failures here,
   // the event path's "ebpf" source reads them.
   PostedEvents ebpf_events;
+  // Falco's http_output events (POST /api/v1/falco with --events.falco-http), the "falco" source reads them.
+  PostedEvents falco_events;
   // The JobTable's and PodTable's long-running sources; any may be absent.
   std::unique_ptr<MappingDirSource> mapping;
   std::unique_ptr<SlurmJobSource> slurm;
@@ -190,6 +211,7 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
     EventSourceContext detectors;
     detectors.training_events = &parts->training_events;
     detectors.ebpf_events = &parts->ebpf_events;
+    detectors.falco_events = &parts->falco_events;
     Status created = EventPath::Create(config, host, &parts->node.xids(), &parts->node.jobs(),
                                        &parts->node.gpus(), &parts->store, &detectors, &parts->events);
     if (!created.ok()) {
@@ -219,6 +241,10 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
       parts->StopAttribution();
       *status = Status::Internal("cannot set up the metrics endpoint: " + endpoint_status.ToString());
       return nullptr;
+    }
+    if (config.events_falco_http) {
+      parts->endpoint->HandlePost(kFalcoPostPath, kMaxFalcoPostBytes,
+                                  FalcoPostHandler(&parts->falco_events, config.procfs));
     }
     for (const std::string& warning : parts->endpoint->warnings()) {
       Log(LogLevel::kWarn, "web config", {{"warning", warning}});
