@@ -107,12 +107,22 @@ class SecurityEventsIntoVictoriaLogs(unittest.TestCase):
         falco = [e for e in entries if stream_labels(e)["class"] == "falco"]
         tetragon = [e for e in entries if stream_labels(e)["class"] == "tetragon"]
         self.assertEqual((len(falco), len(tetragon)), (8, 8))
-        valid_lines = {line for name in ("falco.jsonl", "tetragon.jsonl", "falco-hostile.jsonl",
-                                         "tetragon-hostile.jsonl")
-                       for line in fixture(name).decode("utf-8", "replace").splitlines()}
+        # The message is the human line (Falco's output text, Tetragon's summary), never the JSON, whose
+        # fields travel as structured metadata.
+        outputs = set()
+        for name in ("falco.jsonl", "falco-hostile.jsonl"):
+            for line in fixture(name).decode("utf-8", "replace").splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and isinstance(event.get("output"), str):
+                    outputs.add(event["output"] or event.get("rule"))
         for entry in entries:
-            self.assertIn(entry["_msg"], valid_lines, "the message is the tool's own JSON line")
+            self.assertTrue(entry["_msg"] and not entry["_msg"].startswith("{"), entry["_msg"])
             self.assertEqual(stream_labels(entry)["source"], stream_labels(entry)["class"])
+        for entry in falco:
+            self.assertIn(entry["_msg"], outputs, "a Falco event's message is its output text")
 
         by_rule = {e["rule"]: e for e in falco}
         shadow = by_rule["Read sensitive file untrusted"]
@@ -128,7 +138,8 @@ class SecurityEventsIntoVictoriaLogs(unittest.TestCase):
         self.assertEqual(stream_labels(by_rule["block-mining-pools"])["severity"], "critical")
         self.assertEqual(stream_labels(by_rule["file-monitoring"])["severity"], "warning")
         self.assertEqual(by_rule["file-monitoring"]["namespace"], "research")
-        self.assertEqual(by_rule["process_exec"]["hpc_job"], "4101")
+        execs = {e["pid"]: e for e in tetragon if e["rule"] == "process_exec"}
+        self.assertEqual(execs["4242"]["hpc_job"], "4101", "the job of the pid's cgroup")
 
         # The counters: every event by rule and priority, the hostile lines as read errors.
         self.assertEqual(metric(self.agent, "gpuscope_security_events_total", source="falco",

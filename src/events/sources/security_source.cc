@@ -36,10 +36,10 @@ Event SecurityEventToEvent(const SecurityEvent& parsed, const std::string& procf
   event.event_class = std::string(ToolName(parsed.tool));
   event.severity = ParseEventSeverity(parsed.severity).value_or(EventSeverity::kInfo);
   event.summary = parsed.summary;
-  event.fields = {{"rule", parsed.rule}, {"priority", parsed.priority},
-                  {"pid", parsed.pid},   {"process", parsed.process},
-                  {"user", parsed.user}, {"container_id", parsed.container_id},
-                  {"pod", parsed.pod},   {"namespace", parsed.namespace_name}};
+  event.fields = {{"rule", parsed.rule},         {"priority", parsed.priority},
+                  {"pid", parsed.pid},           {"process", parsed.process},
+                  {"process_user", parsed.user}, {"container_id", parsed.container_id},
+                  {"pod", parsed.pod},           {"namespace", parsed.namespace_name}};
   event.fields.insert(event.fields.end(), parsed.extra.begin(), parsed.extra.end());
   if (std::string job = JobOfPid(procfs, parsed.pid); !job.empty()) {
     event.fields.emplace_back("job_id", std::move(job));
@@ -51,7 +51,8 @@ Status SecurityEventForPost(std::string_view json, const std::string& procfs, Po
   SecurityEvent parsed;
   if (Status status = ParseFalcoEvent(json, &parsed); !status.ok()) return status;
   out->event = SecurityEventToEvent(parsed, procfs);
-  out->line = std::string(json);
+  // The human line (Falco's output text), as for the files: the JSON's fields travel as the event's fields.
+  out->line = out->event.summary;
   out->origin = "http_output";
   out->time_unix_ns = parsed.time_unix_ns;
   return Status::Ok();
@@ -136,7 +137,9 @@ Status SecuritySource::Poll(const Emit& emit) {
       const Event event = SecurityEventToEvent(parsed, options_.procfs);
       Count(event.Field("rule"), event.Field("priority"));
       EventLine line;
-      line.text = text;
+      // What Loki shows: Falco's output text, Tetragon's summary; the JSON's fields travel as the event's
+      // fields (structured metadata), and a JSON line would be split into fields by some receivers.
+      line.text = event.summary;
       line.origin = path;
       line.time_unix_ns = parsed.time_unix_ns;
       line.event = &event;

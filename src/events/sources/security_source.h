@@ -37,8 +37,8 @@
 namespace gpuscope {
 
 // The Event of a parsed Falco or Tetragon event: class "falco" or "tetragon", severity from the parser's
-// mapping, fields in this order: rule, priority, pid, process, user, container_id, pod, namespace, then the
-// tool's own (SecurityEvent::extra), then job_id when <procfs>/<pid>/cgroup names a Slurm job.
+// mapping, fields in this order: rule, priority, pid, process, process_user, container_id, pod, namespace,
+// then the tool's own (SecurityEvent::extra), then job_id when <procfs>/<pid>/cgroup names a Slurm job.
 Event SecurityEventToEvent(const SecurityEvent& parsed, const std::string& procfs);
 
 // One POSTed Falco event (a JSON object) as a PostedEvent for the falco source; InvalidArgument when it

@@ -87,13 +87,14 @@ TEST_F(SecuritySourceTest, FalcoLinesBecomeFalcoEventsWithFieldsInOrderAndTheJob
   EXPECT_EQ(first.severity, EventSeverity::kWarning);
   std::vector<std::string> keys;
   for (const auto& [key, value] : first.fields) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"rule", "priority", "pid", "process", "user", "container_id",
+  EXPECT_EQ(keys, (std::vector<std::string>{"rule", "priority", "pid", "process", "process_user", "container_id",
                                             "pod", "namespace", "falco_source", "cmdline", "fd_name",
                                             "hostname", "tags", "job_id"}));
   EXPECT_EQ(first.Field("job_id"), "4101") << "pid 4242's cgroup is job 4101's";
   EXPECT_EQ(seen[0].time_unix_ns, 1714645205408091526);
   EXPECT_EQ(seen[0].origin, P("falco.json"));
-  EXPECT_EQ(seen[0].text.substr(0, 13), "{\"hostname\":\"");
+  // The line is Falco's output text, not the JSON (whose fields are the event's fields).
+  EXPECT_EQ(seen[0].text.substr(0, 41), "2024-05-02T10:20:05.408091526Z: Warning S");
   EXPECT_EQ(seen[1].event.Field("pod"), "trainer-0");
   EXPECT_EQ(seen[1].event.Field("job_id"), "") << "pid 5151 has no /proc entry";
   EXPECT_EQ(seen[2].event.severity, EventSeverity::kCritical);
@@ -198,7 +199,8 @@ TEST_F(SecuritySourceTest, PostedFalcoEventsFlowWithTheFileOnes) {
   std::vector<Seen> seen = Poll(source);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].origin, "http_output");
-  EXPECT_EQ(seen[0].text, first_line);
+  EXPECT_EQ(seen[0].text, event.event.summary);
+  EXPECT_EQ(seen[0].text.substr(0, 41), "2024-05-02T10:20:05.408091526Z: Warning S");
   EXPECT_EQ(seen[0].time_unix_ns, 1714645205408091526);
   EXPECT_EQ(Count(source, "Read sensitive file untrusted", "warning"), 1);
 }
