@@ -291,9 +291,11 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "ebpf.enabled",
      .flag = "ebpf",
      .field = &AgentConfig::ebpf,
-     .help = "Load the eBPF programs (root, or CAP_BPF and CAP_PERFMON; a kernel with BTF): CUDA memory per "
-             "job, outbound connections of job processes, opens, reads and writes below --ebpf.watch-dir "
-             "(docs/design/ebpf.md). Each program the kernel refuses is reported and skipped."},
+     .help =
+         "Load the eBPF programs (root; or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, and CAP_SYS_ADMIN for the "
+         "cuda program's uprobes on kernels that require it; a kernel with BTF): CUDA memory per job, "
+         "outbound connections of job processes, opens, reads and writes below --ebpf.watch-dir "
+         "(docs/design/ebpf.md). Each program the kernel refuses is reported and skipped."},
     {.yaml = "ebpf.watch_dirs",
      .flag = "ebpf.watch-dir",
      .field = &AgentConfig::ebpf_watch_dirs,

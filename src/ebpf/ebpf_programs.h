@@ -9,8 +9,11 @@
 // fatal: the agent goes on without it.
 //
 // Relocations use the running kernel's BTF (/sys/kernel/btf/vmlinux), so one build runs on every kernel
-// with BTF. Needs CAP_BPF and CAP_PERFMON (or root); RLIMIT_MEMLOCK is not raised (kernels since 5.11
-// charge BPF memory to the cgroup instead).
+// with BTF. Needs root, or CAP_BPF and CAP_PERFMON, plus CAP_SYS_ADMIN for the cuda program's uprobes
+// (kernels from 6.16, and the stable series that took "perf: Revert to requiring CAP_SYS_ADMIN for
+// uprobes", refuse a uprobe without it) and CAP_SYS_PTRACE to read other users' /proc/<pid>/maps and open
+// their libraries through /proc/<pid>/root (deploy/systemd/examples/ebpf.conf). RLIMIT_MEMLOCK is not
+// raised: kernels since 5.11 charge BPF memory to the cgroup instead.
 //
 // Thread-safety: not thread-safe; one owner thread (the ebpf collector's Collect()).
 #pragma once
