@@ -93,7 +93,8 @@ void EbpfPrograms::Fail(EbpfProgram program, std::string_view stage, int error) 
        {"stage", stage},
        {"error", state.error},
        {"hint",
-        "needs root (CAP_BPF, CAP_PERFMON) and a kernel with BTF; --log.level debug shows libbpf's log"}});
+        "needs root (or CAP_BPF, CAP_PERFMON) and a kernel 5.17+ with BTF; --log.level debug shows "
+        "libbpf's log"}});
 }
 
 void EbpfPrograms::AddRing(EbpfProgram program, int map_fd) {
@@ -203,6 +204,7 @@ Status EbpfPrograms::AttachCudaLibrary(const std::string& path) {
   if (cuda_libraries_.count(file) != 0) return Status::Ok();
   std::vector<bpf_link*> links;
   std::string missing;
+  int attach_errno = 0;
   for (const CudaEntryPoint& entry : kCudaEntryPoints) {
     bpf_uprobe_opts opts{};
     opts.sz = sizeof(opts);
@@ -220,6 +222,7 @@ Status EbpfPrograms::AttachCudaLibrary(const std::string& path) {
       opts.retprobe = ret;
       bpf_link* link = bpf_program__attach_uprobe_opts(program, -1, path.c_str(), 0, &opts);
       if (link == nullptr) {
+        attach_errno = errno;
         ok = false;
         break;
       }
@@ -235,7 +238,11 @@ Status EbpfPrograms::AttachCudaLibrary(const std::string& path) {
   if (!missing.empty()) {
     for (bpf_link* link : links) bpf_link__destroy(link);
     ++states_[static_cast<size_t>(EbpfProgram::kCuda)].attach_errors;
-    return Status::NotFound(path + ": cannot probe " + missing);
+    std::string why = std::strerror(attach_errno);
+    // Kernels from 6.16 (and stable series with the same fix) want CAP_SYS_ADMIN for a uprobe.
+    if (attach_errno == EPERM || attach_errno == EACCES)
+      why += " (a uprobe needs CAP_SYS_ADMIN on this kernel)";
+    return Status::NotFound(path + ": cannot probe " + missing + ": " + why);
   }
   cuda_libraries_[file] = std::move(links);
   return Status::Ok();
