@@ -126,6 +126,10 @@ bool operator<(const Labels& a, const Labels& b) {
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
 }
 
+MetricFamily FamilyOf(const MetricDescription& description) {
+  return MetricFamily{description.name, description.help, description.type, description.unit, {}};
+}
+
 bool IsValidMetricName(std::string_view name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {

@@ -198,6 +198,9 @@ struct MetricDescription {
   std::string source;               // where the value comes from (e.g. the NVML call), for the docs
 };
 
+// A family with `description`'s name, help, type and unit, and no samples yet.
+MetricFamily FamilyOf(const MetricDescription& description);
+
 // [a-zA-Z_:][a-zA-Z0-9_:]*
 bool IsValidMetricName(std::string_view name);
 // [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__"

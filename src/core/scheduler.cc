@@ -14,8 +14,6 @@ double UnixSeconds() {
 
 enum SelfMetric { kDuration, kSuccess, kLastSuccess, kRuns, kFailures };
 
-MetricFamily Family(const MetricDescription& d) { return MetricFamily{d.name, d.help, d.type, d.unit, {}}; }
-
 }  // namespace
 
 Scheduler::Scheduler(SnapshotStore* store, std::chrono::milliseconds stall_floor)
@@ -151,11 +149,11 @@ std::vector<MetricDescription> Scheduler::SelfMetricDescriptions() {
 
 void Scheduler::PublishSelfMetrics() {
   static const std::vector<MetricDescription> kSelf = SelfMetricDescriptions();
-  MetricFamily duration = Family(kSelf[kDuration]);
-  MetricFamily success = Family(kSelf[kSuccess]);
-  MetricFamily last_success = Family(kSelf[kLastSuccess]);
-  MetricFamily runs = Family(kSelf[kRuns]);
-  MetricFamily failures = Family(kSelf[kFailures]);
+  MetricFamily duration = FamilyOf(kSelf[kDuration]);
+  MetricFamily success = FamilyOf(kSelf[kSuccess]);
+  MetricFamily last_success = FamilyOf(kSelf[kLastSuccess]);
+  MetricFamily runs = FamilyOf(kSelf[kRuns]);
+  MetricFamily failures = FamilyOf(kSelf[kFailures]);
   {
     MutexLock lock(&mu_);
     for (size_t i = 0; i < slots_.size(); ++i) {

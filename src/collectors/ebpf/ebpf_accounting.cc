@@ -15,15 +15,6 @@ std::string FixedString(const char* text, size_t size) { return std::string(text
 
 constexpr uint32_t kFmodeWrite = 0x2;
 
-MetricFamily Family(const MetricDescription& d) {
-  MetricFamily f;
-  f.name = d.name;
-  f.help = d.help;
-  f.type = d.type;
-  f.unit = d.unit;
-  return f;
-}
-
 }  // namespace
 
 std::string CudaResultName(int32_t result) {
@@ -399,7 +390,7 @@ void EbpfAccounting::AppendFamilies(std::vector<MetricFamily>& out) const {
   const std::vector<MetricDescription> d = Describe();
   std::vector<MetricFamily> f;
   f.reserve(d.size());
-  for (const MetricDescription& m : d) f.push_back(Family(m));
+  for (const MetricDescription& m : d) f.push_back(FamilyOf(m));
   // In Describe()'s order.
   MetricFamily& memory = f[0];
   MetricFamily& allocations = f[1];

@@ -210,18 +210,11 @@ std::vector<MetricDescription> EbpfCollector::Describe() const {
 
 void EbpfCollector::AppendProgramFamilies(std::vector<MetricFamily>& out) const {
   const std::vector<MetricDescription> d = Describe();
-  auto family = [&](size_t i) {
-    MetricFamily f;
-    f.name = d[i].name;
-    f.help = d[i].help;
-    f.type = d[i].type;
-    f.unit = d[i].unit;
-    return f;
-  };
-  MetricFamily loaded = family(0);
-  MetricFamily errors = family(1);
-  MetricFamily records = family(2);
-  MetricFamily lost = family(3);
+
+  MetricFamily loaded = FamilyOf(d[0]);
+  MetricFamily errors = FamilyOf(d[1]);
+  MetricFamily records = FamilyOf(d[2]);
+  MetricFamily lost = FamilyOf(d[3]);
   for (size_t p = 0; p < kEbpfProgramCount; ++p) {
     const auto program = static_cast<EbpfProgram>(p);
     const EbpfPrograms::ProgramState& state = programs_->state(program);
@@ -239,7 +232,7 @@ void EbpfCollector::AppendProgramFamilies(std::vector<MetricFamily>& out) const 
   out.push_back(std::move(errors));
   out.push_back(std::move(records));
   out.push_back(std::move(lost));
-  MetricFamily libraries = family(4);
+  MetricFamily libraries = FamilyOf(d[4]);
   libraries.samples.push_back(Sample{{}, static_cast<double>(programs_->cuda_libraries())});
   out.push_back(std::move(libraries));
 }

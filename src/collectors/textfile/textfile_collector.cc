@@ -53,8 +53,6 @@ const std::vector<MetricDescription>& Descriptions() {
   return kDescriptions;
 }
 
-MetricFamily Empty(const MetricDescription& d) { return MetricFamily{d.name, d.help, d.type, d.unit, {}}; }
-
 std::vector<std::string> LabelNames(const Sample& sample) {
   std::vector<std::string> names;
   for (const auto& [name, value] : sample.labels) names.push_back(name);
@@ -151,8 +149,8 @@ Status TextfileCollector::Collect(std::vector<MetricFamily>& out) {
   if (options_.directory.empty()) return Status::NoData("no textfile directory configured");
   namespace fs = std::filesystem;
   const auto& d = Descriptions();
-  MetricFamily scrape_error = Empty(d[0]);
-  MetricFamily mtimes = Empty(d[1]);
+  MetricFamily scrape_error = FamilyOf(d[0]);
+  MetricFamily mtimes = FamilyOf(d[1]);
   bool failed = false;
   Status status = Status::Ok();
 
@@ -233,7 +231,7 @@ Status TextfileCollector::Collect(std::vector<MetricFamily>& out) {
   scrape_error.samples.push_back({{}, failed ? 1.0 : 0.0});
   out.push_back(std::move(scrape_error));
   if (!mtimes.samples.empty()) out.push_back(std::move(mtimes));
-  MetricFamily refused = Empty(d[2]);
+  MetricFamily refused = FamilyOf(d[2]);
   for (const auto& [reason, count] : refused_) {
     refused.samples.push_back({Labels{{"reason", reason}}, static_cast<double>(count)});
   }

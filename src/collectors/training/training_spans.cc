@@ -30,8 +30,6 @@ uint64_t DurationNs(const TrainingCollective& c, uint64_t step_end_ns) {
   return end > c.begin_ns ? end - c.begin_ns : 0;
 }
 
-MetricFamily FamilyOf(const MetricDescription& d) { return MetricFamily{d.name, d.help, d.type, d.unit, {}}; }
-
 }  // namespace
 
 std::optional<TrainingTraces> ParseTrainingTraces(std::string_view word) {
