@@ -290,7 +290,12 @@ def report(args, cpu, micro, started, load_start, load_end):
     lines = []
     commit = subprocess.run(["git", "-C", args.root, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", args.root, "status", "--porcelain", "--", "src", "sim"], capture_output=True,
+                           text=True).stdout.strip()
+    built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(args.agent_mtime))
     lines.append(f"# Cost of the eBPF programs ({started}, {os.cpu_count()} cores, gpuscope {commit})\n")
+    lines.append(f"The agent binary: built {built}" + (" from a working tree with uncommitted changes under src/ "
+                                                        "or sim/" if dirty else "") + ".\n")
     lines.append(f"Written by `bench/ebpf_overhead.py` (load: `build/bench/bench_ebpf_load`, "
                  f"`build/sim/cuda/gpuscope-sim-cuda-workload`). Machine load (`/proc/loadavg`) at the start: "
                  f"{load_start}; at the end: {load_end}. These cores are shared with other builds: the "
@@ -299,7 +304,8 @@ def report(args, cpu, micro, started, load_start, load_end):
                  "127.0.0.1:0` on the simulator's h100-training scenario (8 GPUs, default collectors), "
                  "`GPUSCOPE_SIM_KERNEL_LOG=\"\"`; the eBPF agent adds `--ebpf --ebpf.watch-dir DIR "
                  "--ebpf.cuda-library build/sim/cuda/libcuda.so.1` (the stand-in is probed from the start, "
-                 "not found later in the workload's maps).\n")
+                 "not found later in the workload's maps). Every binary runs from a copy made at the start "
+                 "(the build directory is rebuilt by others meanwhile).\n")
     loaded = ", ".join(f"{p} {int(v)}" for p, v in cpu["loaded"].items())
     lines.append(f"Programs loaded (`gpuscope_ebpf_program_loaded`): {loaded}; "
                  f"`gpuscope_ebpf_cuda_libraries` {int(cpu['libraries'])}.")
@@ -460,8 +466,16 @@ def main():
         if not os.path.exists(f):
             sys.exit(f"ebpf_overhead: {f} missing: ninja -C {build} gpuscope-agent bench_ebpf_load")
 
+    args.agent_mtime = os.path.getmtime(args.agent)
     work = tempfile.mkdtemp(prefix="gpuscope-bench-ebpf-")
     try:
+        # Copies: the build directory may be rebuilt while this runs (a binary being relinked cannot be
+        # started); the agent probes and the load calls the same copy of the stand-in libcuda.so.1.
+        os.makedirs(os.path.join(work, "bin"))
+        for attr in ("agent", "sim", "libcuda", "workload", "load"):
+            copy = os.path.join(work, "bin", os.path.basename(getattr(args, attr)))
+            shutil.copy2(getattr(args, attr), copy)
+            setattr(args, attr, copy)
         args.watched = os.path.join(work, "watched")
         args.watched_ds = make_tree(args.watched, 100, 8192)
         args.other_ds = make_tree(os.path.join(work, "other"), 100, 8192)
