@@ -320,7 +320,8 @@ constexpr OptionSpec kOptions[] = {
     {.yaml = "ebpf.programs",
      .flag = "ebpf.programs",
      .field = &AgentConfig::ebpf_programs,
-     .help = "Which eBPF programs to load, comma-separated: cuda, connect, files.",
+     .help = "Which eBPF programs to load, comma-separated: cuda, connect, files (files only with an "
+             "--ebpf.watch-dir: it hooks every syscall's entry and return on the node).",
      .check = EbpfProgramList},
 
     {.yaml = "textfile.directory",

@@ -141,7 +141,9 @@ CollectorRegistry MakeBuiltins() {
              start = comma + 1;
              if (word == "cuda") options.programs.cuda = true;
              if (word == "connect") options.programs.connect = true;
-             if (word == "files") options.programs.files = true;
+             // The files program hooks every syscall's entry and return on the node (bench/results/
+             // ebpf_overhead.md): without a directory to watch it would cost and count nothing.
+             if (word == "files") options.programs.files = !config.ebpf_watch_dirs.empty();
            }
            options.programs.watch_dirs = config.ebpf_watch_dirs;
            for (const std::string& rule : config.ebpf_allow) {

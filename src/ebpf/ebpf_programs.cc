@@ -6,7 +6,10 @@
 #include <sys/sysmacros.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "src/core/log.h"
 
@@ -22,10 +25,19 @@ namespace {
 // failure itself is reported once, at warn, by the loader.
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || !LogEnabled(LogLevel::kDebug)) return 0;
-  char line[1024];
-  int n = vsnprintf(line, sizeof(line), format, args);
-  if (n < 0) return 0;
-  std::string_view text(line, std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 1));
+  // Whole: a verifier log (why the kernel refused a program) runs to many kilobytes.
+  va_list again;
+  va_copy(again, args);
+  const int n = vsnprintf(nullptr, 0, format, args);
+  if (n < 0) {
+    va_end(again);
+    return 0;
+  }
+  std::string line(static_cast<size_t>(n) + 1, '\0');
+  vsnprintf(line.data(), line.size(), format, again);
+  va_end(again);
+  line.resize(static_cast<size_t>(n));
+  std::string_view text = line;
   while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
   Log(LogLevel::kDebug, "libbpf", {{"message", text}});
   return 0;
@@ -116,7 +128,7 @@ void EbpfPrograms::Load() {
 void EbpfPrograms::LoadCuda() {
   cuda_ = gpuscope_cuda::open();
   if (cuda_ == nullptr) return Fail(EbpfProgram::kCuda, "open", errno);
-  bpf_map__set_max_entries(cuda_->maps.records, options_.ring_bytes);
+  bpf_map__set_max_entries(cuda_->maps.records, options_.cuda_ring_bytes);
   if (int rc = gpuscope_cuda::load(cuda_); rc != 0) {
     gpuscope_cuda::destroy(cuda_);
     cuda_ = nullptr;
@@ -130,7 +142,7 @@ void EbpfPrograms::LoadCuda() {
 void EbpfPrograms::LoadConnect() {
   connect_ = gpuscope_connect::open();
   if (connect_ == nullptr) return Fail(EbpfProgram::kConnect, "open", errno);
-  bpf_map__set_max_entries(connect_->maps.records, options_.ring_bytes);
+  bpf_map__set_max_entries(connect_->maps.records, options_.connect_ring_bytes);
   if (int rc = gpuscope_connect::load(connect_); rc != 0) {
     gpuscope_connect::destroy(connect_);
     connect_ = nullptr;
@@ -148,7 +160,7 @@ void EbpfPrograms::LoadConnect() {
 void EbpfPrograms::LoadFiles() {
   files_ = gpuscope_files::open();
   if (files_ == nullptr) return Fail(EbpfProgram::kFiles, "open", errno);
-  bpf_map__set_max_entries(files_->maps.records, options_.ring_bytes);
+  bpf_map__set_max_entries(files_->maps.records, options_.files_ring_bytes);
   if (int rc = gpuscope_files::load(files_); rc != 0) {
     gpuscope_files::destroy(files_);
     files_ = nullptr;

@@ -51,7 +51,13 @@ class EbpfPrograms {
     bool files = true;
     // Watched directories in the order of the records' `dir` index (at most GPUSCOPE_MAX_WATCH_DIRS).
     std::vector<std::string> watch_dirs;
-    uint32_t ring_bytes = 8u << 20;  // each program's ring buffer (a power of two)
+    // Each program's ring buffer (powers of two), sized for a second of records (the collector reads them
+    // every second) at the rates of bench/results/ebpf_overhead.md with room to spare: a files record is
+    // ~470 bytes (4.7 MB at 10,000 opens/s), a cuda one ~90 (1.8 MB at 10,000 allocations and frees/s),
+    // connects are rare. The pages count in the agent's RSS once written.
+    uint32_t cuda_ring_bytes = 4u << 20;
+    uint32_t connect_ring_bytes = 1u << 20;
+    uint32_t files_ring_bytes = 8u << 20;
   };
 
   struct ProgramState {

@@ -233,6 +233,22 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
         self.assertEqual(job("gpuscope_ebpf_cuda_allocations_total"), 3)
 
 
+class EbpfFilesProgramNeedsADirectory(unittest.TestCase):
+    """Without --ebpf.watch-dir the files program (which hooks every syscall on the node) is not loaded at
+    all; the others are."""
+
+    @unittest.skipUnless(os.geteuid() == 0, "loading BPF programs needs root")
+    def test_files_program_is_not_loaded_without_a_directory(self):
+        agent = harness.Agent(AGENT, SIM, SCENARIO, ["--ebpf"], env={"GPUSCOPE_SIM_KERNEL_LOG": ""})
+        try:
+            for program in ("cuda", "connect"):
+                wait_for(lambda: metric(agent, "gpuscope_ebpf_program_loaded", program=program) == 1, 30,
+                         f"the {program} program loaded")
+            self.assertIsNone(metric(agent, "gpuscope_ebpf_program_loaded", program="files"))
+        finally:
+            agent.finish(show_log=harness.failed(self))
+
+
 class EbpfProgramsRefused(unittest.TestCase):
     """Without the privilege to load BPF (a user other than root), every program is reported as not
     loaded and the agent serves its other metrics: never fatal."""
@@ -252,7 +268,7 @@ class EbpfProgramsRefused(unittest.TestCase):
 
             subprocess.Popen = as_nobody
             try:
-                agent = harness.Agent(AGENT, SIM, SCENARIO, ["--ebpf"], env=env)
+                agent = harness.Agent(AGENT, SIM, SCENARIO, ["--ebpf", "--ebpf.watch-dir", workdir], env=env)
             finally:
                 subprocess.Popen = original
             for program in ("cuda", "connect", "files"):
