@@ -117,7 +117,7 @@ EventSourceEntry SecuritySourceEntry(SecurityTool tool) {
             if (falco && config.events_falco_http) o.posted = context.falco_events;
             return std::make_unique<SecuritySource>(std::move(o));
           },
-          &SecuritySource::Describe};
+          [tool] { return SecuritySource::Describe(tool); }};
 }
 
 // "name=value" (validated by the options) as a pair.

@@ -167,7 +167,7 @@ EventSource::Counters SecuritySource::counters() const {
 }
 
 void SecuritySource::AppendMetrics(std::vector<MetricFamily>& out) const {
-  std::vector<MetricDescription> d = Describe();
+  std::vector<MetricDescription> d = Describe(options_.tool);
   MetricFamily family;
   family.name = std::move(d[0].name);
   family.help = std::move(d[0].help);
@@ -181,10 +181,16 @@ void SecuritySource::AppendMetrics(std::vector<MetricFamily>& out) const {
     }
   }
   out.push_back(std::move(family));
-  if (posted_) posted_->AppendMetrics(out);  // gpuscope_event_posted_dropped_total{source="falco"}
+  if (posted_) {
+    posted_->AppendMetrics(out);  // gpuscope_event_posted_dropped_total{source="falco"}
+  } else if (options_.tool == SecurityTool::kFalco) {
+    MetricFamily dropped = FamilyOf(d[1]);  // no http_output: nothing can be dropped
+    dropped.samples.push_back(Sample{{{"source", std::string(Name())}}, 0.0});
+    out.push_back(std::move(dropped));
+  }
 }
 
-std::vector<MetricDescription> SecuritySource::Describe() {
+std::vector<MetricDescription> SecuritySource::Describe(SecurityTool tool) {
   MetricDescription events;
   events.name = "gpuscope_security_events_total";
   events.type = MetricType::kCounter;
@@ -195,7 +201,9 @@ std::vector<MetricDescription> SecuritySource::Describe() {
   events.labels = {"source", "rule", "priority"};
   events.source = "Falco's JSON output and Tetragon's JSON export";
   std::vector<MetricDescription> out = {events};
-  for (MetricDescription& d : PostedEventSource::Describe()) out.push_back(std::move(d));  // Falco over HTTP
+  if (tool == SecurityTool::kFalco) {  // Falco over HTTP
+    for (MetricDescription& d : PostedEventSource::Describe()) out.push_back(std::move(d));
+  }
   return out;
 }
 

@@ -68,8 +68,9 @@ class SecuritySource final : public EventSource {
   Status Poll(const Emit& emit) override;
   Counters counters() const override;
   void AppendMetrics(std::vector<MetricFamily>& out) const override;
-  // The families of both security sources (one per name).
-  static std::vector<MetricDescription> Describe();
+  // The families the source of `tool` appends: gpuscope_security_events_total; for Falco also
+  // gpuscope_event_posted_dropped_total{source="falco"} (Falco's http_output queue; 0 without it).
+  static std::vector<MetricDescription> Describe(SecurityTool tool);
 
  private:
   void Count(std::string_view rule, std::string_view priority);

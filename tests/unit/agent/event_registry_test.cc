@@ -50,6 +50,9 @@ class EventRegistryTest : public ::testing::Test {
     config.loki_url = "http://127.0.0.1:1/loki/api/v1/push";
     config.otlp_url = "http://127.0.0.1:1/v1/logs";
     config.collectors["training"].enabled = true;
+    config.collectors["ebpf"].enabled = true;
+    config.events_falco_files = {(dir_ / "falco" / "*.json").string()};
+    config.events_tetragon_files = {(dir_ / "tetragon.log").string()};
     return config;
   }
 
@@ -94,7 +97,8 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   std::vector<std::string> sources, sinks;
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
-  EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal", "training"}));
+  EXPECT_EQ(sources,
+            (std::vector<std::string>{"kmsg", "file", "journal", "training", "ebpf", "falco", "tetragon"}));
   EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics", "otlp_traces"}));
 }
 
@@ -109,6 +113,9 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["file"].events_files = {"/var/log/slurm/*.log"};
   only["journal"].events_journal = true;
   only["training"].collectors["training"].enabled = true;  // the training collector's hung ranks
+  only["ebpf"].collectors["ebpf"].enabled = true;          // the ebpf collector's events (--ebpf)
+  only["falco"].events_falco_files = {"/var/log/falco/events.json"};
+  only["tetragon"].events_tetragon_files = {"/var/log/tetragon/tetragon.log"};
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
   only["otlp"].otlp_url = "http://collector:4318/v1/logs";
   only["otlp_metrics"].otlp_metrics_url = "http://collector:4318/v1/metrics";
@@ -128,7 +135,13 @@ TEST_F(EventRegistryTest, EverySourceIsBuiltFromTheConfigUnderItsNameAndDescribe
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
     ASSERT_TRUE(entry.enabled(config)) << entry.name;
     PostedEvents training_events;
-    std::unique_ptr<EventSource> source = entry.create(config, EventSourceContext{&training_events});
+    PostedEvents ebpf_events;
+    PostedEvents falco_events;
+    EventSourceContext context;
+    context.training_events = &training_events;
+    context.ebpf_events = &ebpf_events;
+    context.falco_events = &falco_events;
+    std::unique_ptr<EventSource> source = entry.create(config, context);
     ASSERT_NE(source, nullptr) << entry.name;
     EXPECT_EQ(source->Name(), entry.name);
     source->Poll([](const EventLine&) {});  // the journal directory has no journal: an error is fine here

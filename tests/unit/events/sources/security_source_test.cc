@@ -87,9 +87,9 @@ TEST_F(SecuritySourceTest, FalcoLinesBecomeFalcoEventsWithFieldsInOrderAndTheJob
   EXPECT_EQ(first.severity, EventSeverity::kWarning);
   std::vector<std::string> keys;
   for (const auto& [key, value] : first.fields) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"rule", "priority", "pid", "process", "process_user", "container_id",
-                                            "pod", "namespace", "falco_source", "cmdline", "fd_name",
-                                            "hostname", "tags", "job_id"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"rule", "priority", "pid", "process", "process_user",
+                                            "container_id", "pod", "namespace", "falco_source", "cmdline",
+                                            "fd_name", "hostname", "tags", "job_id"}));
   EXPECT_EQ(first.Field("job_id"), "4101") << "pid 4242's cgroup is job 4101's";
   EXPECT_EQ(seen[0].time_unix_ns, 1714645205408091526);
   EXPECT_EQ(seen[0].origin, P("falco.json"));
@@ -206,7 +206,8 @@ TEST_F(SecuritySourceTest, PostedFalcoEventsFlowWithTheFileOnes) {
 }
 
 TEST_F(SecuritySourceTest, DescribeNamesTheFamiliesItAppends) {
-  std::vector<MetricDescription> d = SecuritySource::Describe();
+  EXPECT_EQ(SecuritySource::Describe(SecurityTool::kTetragon).size(), 1u);
+  std::vector<MetricDescription> d = SecuritySource::Describe(SecurityTool::kFalco);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].name, "gpuscope_security_events_total");
   EXPECT_EQ(d[0].labels, (std::vector<std::string>{"source", "rule", "priority"}));
