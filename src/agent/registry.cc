@@ -152,7 +152,17 @@ CollectorRegistry MakeBuiltins() {
            options.cuda_libraries = config.ebpf_cuda_libraries;
            options.procfs = config.procfs;
            if (PostedEvents* events = context.ebpf_events) {
-             options.post = [events](PostedEvent event) { events->Post(std::move(event)); };
+             options.post = [events](EbpfNotice notice) {
+               PostedEvent posted;
+               posted.event.event_class = std::move(notice.event_class);
+               posted.event.severity = EventSeverity::kWarning;
+               posted.event.summary = notice.summary;
+               posted.event.fields = std::move(notice.fields);
+               posted.line = std::move(notice.summary);
+               posted.origin = "ebpf";
+               posted.time_unix_ns = notice.time_unix_ns;
+               events->Post(std::move(posted));
+             };
            }
            return std::make_unique<EbpfCollector>(options);
          }});

@@ -28,13 +28,14 @@ FORBIDDEN = {
     "events": ["collectors", "attribution", "agent"],
     "sinks": ["collectors", "attribution", "node", "agent"],
     "cli": ["node", "collectors", "attribution", "events", "sinks", "agent"],
+    "ebpf": ["node", "collectors", "attribution", "events", "sinks", "agent"],
 }
 # CMake target prefixes of each folder.
 TARGET_PREFIX = {
     "core": "gpuscope_core", "platform": "gpuscope_platform", "parsers": "gpuscope_parsers",
     "node": "gpuscope_node", "collectors": "gpuscope_collector", "attribution": "gpuscope_attribution",
     "events": "gpuscope_events", "sinks": "gpuscope_sink", "agent": "gpuscope_agent",
-    "cli": "gpuscope_cli",
+    "cli": "gpuscope_cli", "ebpf": "gpuscope_ebpf",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"src/([a-z_]+)/', re.M)
 TARGET = re.compile(r"\bgpuscope_[a-z0-9_]+\b")

@@ -92,15 +92,12 @@ bool EbpfAccounting::MayRaise(const std::string& subject, int64_t now_unix_ns) {
 void EbpfAccounting::Raise(std::string event_class, std::string summary,
                            std::vector<std::pair<std::string, std::string>> fields, int64_t now_unix_ns) {
   if (!hooks_.post) return;
-  PostedEvent posted;
-  posted.event.event_class = std::move(event_class);
-  posted.event.severity = EventSeverity::kWarning;
-  posted.event.summary = summary;
-  posted.event.fields = std::move(fields);
-  posted.line = std::move(summary);
-  posted.origin = "ebpf";
-  posted.time_unix_ns = now_unix_ns;
-  hooks_.post(std::move(posted));
+  EbpfNotice notice;
+  notice.event_class = std::move(event_class);
+  notice.summary = std::move(summary);
+  notice.fields = std::move(fields);
+  notice.time_unix_ns = now_unix_ns;
+  hooks_.post(std::move(notice));
 }
 
 void EbpfAccounting::OnRecord(const void* data, size_t size, int64_t now_unix_ns) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -23,10 +24,26 @@
 
 #include "src/core/metric.h"
 #include "src/ebpf/programs/records.h"
-#include "src/events/sources/posted_source.h"
 #include "src/parsers/allow_list.h"
 
 namespace gpuscope {
+
+// What the accounting found worth an event (the agent hands it to the event path's "ebpf" source as a
+// warning; the collector does not reach into the event path itself).
+struct EbpfNotice {
+  std::string
+      event_class;      // ebpf_unexpected_connection, ebpf_foreign_file_access, ebpf_cuda_allocation_failure
+  std::string summary;  // one human line
+  std::vector<std::pair<std::string, std::string>> fields;  // job_id, pid, process, process_user, ...
+  int64_t time_unix_ns = 0;
+
+  std::string_view Field(std::string_view key) const {
+    for (const auto& [k, v] : fields) {
+      if (k == key) return v;
+    }
+    return {};
+  }
+};
 
 class EbpfAccounting {
  public:
@@ -48,7 +65,7 @@ class EbpfAccounting {
     // Whether a process still runs.
     std::function<bool(uint32_t tgid)> alive;
     // Where the events go; may be empty (no events).
-    std::function<void(PostedEvent)> post;
+    std::function<void(EbpfNotice)> post;
   };
 
   EbpfAccounting(Options options, Hooks hooks);

@@ -37,7 +37,7 @@ struct EbpfCollectorOptions {
   std::string procfs = "/proc";
   std::chrono::seconds maps_rescan{30};
   // Where events go (the event path's "ebpf" source); may be empty.
-  std::function<void(PostedEvent)> post;
+  std::function<void(EbpfNotice)> post;
 };
 
 class EbpfCollector final : public Collector {

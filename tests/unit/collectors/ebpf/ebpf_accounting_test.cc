@@ -31,7 +31,7 @@ class EbpfAccountingTest : public ::testing::Test {
     };
     hooks.user_of = [](uint32_t uid) { return uid == 1001 ? std::string("alice") : std::string(); };
     hooks.alive = [this](uint32_t tgid) { return alive_.count(tgid) != 0; };
-    hooks.post = [this](PostedEvent event) { events_.push_back(std::move(event)); };
+    hooks.post = [this](EbpfNotice event) { events_.push_back(std::move(event)); };
     accounting_ = std::make_unique<EbpfAccounting>(options, hooks);
   }
 
@@ -112,7 +112,7 @@ class EbpfAccountingTest : public ::testing::Test {
   std::unique_ptr<EbpfAccounting> accounting_;
   std::map<uint32_t, std::string> jobs_ = {{100, "4242"}, {200, "4243"}};
   std::set<uint32_t> alive_;
-  std::vector<PostedEvent> events_;
+  std::vector<EbpfNotice> events_;
   int job_lookups_ = 0;
 };
 
@@ -143,10 +143,10 @@ TEST_F(EbpfAccountingTest, FailedAllocationCountedByResultAndRaisedOncePerMinute
             3);
   EXPECT_TRUE(f["gpuscope_ebpf_cuda_memory_bytes"].empty());
   ASSERT_EQ(events_.size(), 2u);
-  EXPECT_EQ(events_[0].event.event_class, "ebpf_cuda_allocation_failure");
-  EXPECT_EQ(events_[0].event.Field("job_id"), "4242");
-  EXPECT_EQ(events_[0].event.Field("result"), "CUDA_ERROR_OUT_OF_MEMORY");
-  EXPECT_EQ(events_[0].event.Field("process"), "pt_main_thread");
+  EXPECT_EQ(events_[0].event_class, "ebpf_cuda_allocation_failure");
+  EXPECT_EQ(events_[0].Field("job_id"), "4242");
+  EXPECT_EQ(events_[0].Field("result"), "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(events_[0].Field("process"), "pt_main_thread");
 }
 
 TEST_F(EbpfAccountingTest, ConnectionsOutsideTheAllowListAreUnexpected) {
@@ -167,12 +167,11 @@ TEST_F(EbpfAccountingTest, ConnectionsOutsideTheAllowListAreUnexpected) {
   EXPECT_EQ(f["gpuscope_ebpf_unexpected_connections_total"]["hpc_job=4242,destination=other"], 1);
   EXPECT_EQ(f["gpuscope_ebpf_connections_total"].count("hpc_job=,family=ipv4,allowed=false"), 0u);
   ASSERT_EQ(events_.size(), 3u);
-  EXPECT_EQ(events_[0].event.event_class, "ebpf_unexpected_connection");
-  EXPECT_EQ(events_[0].event.severity, EventSeverity::kWarning);
-  EXPECT_EQ(events_[0].event.Field("destination"), "127.0.0.1:6000");
-  EXPECT_EQ(events_[1].event.Field("destination"), "[::1]:6000");
-  EXPECT_EQ(events_[1].event.Field("family"), "ipv6");
-  EXPECT_EQ(events_[0].event.Field("job_id"), "4242");
+  EXPECT_EQ(events_[0].event_class, "ebpf_unexpected_connection");
+  EXPECT_EQ(events_[0].Field("destination"), "127.0.0.1:6000");
+  EXPECT_EQ(events_[1].Field("destination"), "[::1]:6000");
+  EXPECT_EQ(events_[1].Field("family"), "ipv6");
+  EXPECT_EQ(events_[0].Field("job_id"), "4242");
 }
 
 TEST_F(EbpfAccountingTest, AChildThatExitedIsTiedToItsParentsJob) {
@@ -211,10 +210,10 @@ TEST_F(EbpfAccountingTest, OpensByUserAndForeignOpensByOwner) {
   EXPECT_EQ(f["gpuscope_ebpf_file_foreign_opens_total"]["hpc_job=,dir=/checkpoints,user=0,owner=alice"], 2);
   EXPECT_EQ(f["gpuscope_ebpf_file_foreign_opens_total"].size(), 1u);
   ASSERT_EQ(events_.size(), 1u);
-  EXPECT_EQ(events_[0].event.event_class, "ebpf_foreign_file_access");
-  EXPECT_EQ(events_[0].event.Field("path"), "/checkpoints/step_100/model.pt");
-  EXPECT_EQ(events_[0].event.Field("owner"), "alice");
-  EXPECT_EQ(events_[0].event.Field("access"), "read");
+  EXPECT_EQ(events_[0].event_class, "ebpf_foreign_file_access");
+  EXPECT_EQ(events_[0].Field("path"), "/checkpoints/step_100/model.pt");
+  EXPECT_EQ(events_[0].Field("owner"), "alice");
+  EXPECT_EQ(events_[0].Field("access"), "read");
 }
 
 TEST_F(EbpfAccountingTest, ReadWriteSumsAreDeltasPerJobAndDirectory) {
