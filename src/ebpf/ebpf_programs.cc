@@ -199,6 +199,20 @@ size_t EbpfPrograms::RefreshWatchDirs() {
     }
     was = now;
   }
+  // The file systems that hold a watched directory, for the program's first test.
+  std::map<uint32_t, int> devs;
+  for (const gpuscope_watch_key& key : watch_keys_) {
+    if (key.inode != 0) ++devs[key.dev];
+  }
+  const int devs_map = bpf_map__fd(files_->maps.watched_devs);
+  for (const auto& [dev, n] : watch_devs_) {
+    if (devs.count(dev) == 0) bpf_map_delete_elem(devs_map, &dev);
+  }
+  for (const auto& [dev, n] : devs) {
+    const uint32_t count = static_cast<uint32_t>(n);
+    if (watch_devs_.count(dev) == 0) bpf_map_update_elem(devs_map, &dev, &count, BPF_ANY);
+  }
+  watch_devs_ = std::move(devs);
   return present;
 }
 

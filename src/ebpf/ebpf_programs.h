@@ -120,6 +120,7 @@ class EbpfPrograms {
   // Attached library files by (device, inode), with their links.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<bpf_link*>> cuda_libraries_;
   std::vector<gpuscope_watch_key> watch_keys_;  // by directory index; inode 0 when absent
+  std::map<uint32_t, int> watch_devs_;          // the file systems of watch_keys_ in the files program
 };
 
 }  // namespace gpuscope

@@ -7,14 +7,15 @@ directory of its own, whose main thread is named pt_main_thread. It
   - loads the stand-in libcuda.so.1 (sim/cuda), which the agent finds in its maps and probes; allocates
     1, 2 and 4 MiB, frees the 2 MiB, and asks for 1 TiB (CUDA_ERROR_OUT_OF_MEMORY);
   - writes a checkpoint by a path relative to its working directory, and another through a descriptor
-    duplicated with dup2 (as a shell's "> file"), reads the first back through openat() on a directory
-    descriptor, and opens it through a symbolic link that lives outside the watched directory;
+    duplicated with dup2 (as a shell's "> file"), and a third on a tmpfs mounted below the watched
+    directory, reads the first back through openat() on a directory descriptor, opens it through a
+    symbolic link that lives outside the watched directory, and writes a file in /dev/shm (not watched);
   - connects to four listeners on loopback: 127.0.0.1 and [::1], one port of each inside the allow-list and
     one outside, and once more to the IPv4 one outside from a child process that exits at once.
 Then a process of another user (nobody), in no job, reads the checkpoint. The agent must report exactly
 those: CUDA memory 5 MiB for the job's pid, 3 allocations, 1 free, 1 failure; 5 connections, 3 of them
-unexpected to 2 destinations (one event per destination a minute); 4 opens by root in the job, 1 by nobody outside it and that one as a
-foreign open of root's file; 2 MiB written and 1 MiB read; and the events (2 unexpected connections, 1
+unexpected to 2 destinations (one event per destination a minute); 5 opens by root in the job, 1 by nobody outside it and that one as a
+foreign open of root's file; 3 MiB written and 1 MiB read; and the events (2 unexpected connections, 1
 foreign access, 1 allocation failure) counted, and shipped to a real Loki receiver (VictoriaLogs) carrying
 the job and the process name pt_main_thread.
 
@@ -78,6 +79,10 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
         for d in (self.checkpoints, self.datasets, self.jobdir):
             os.makedirs(d, mode=0o755)
         os.makedirs(os.path.join(self.checkpoints, "step_1"), mode=0o755)
+        # A file system of its own mounted below the watched directory: the walk crosses the mount point.
+        self.tmpfs = os.path.join(self.checkpoints, "fast")
+        os.makedirs(self.tmpfs, mode=0o755)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "gpuscope-test", self.tmpfs], check=True)
         # A link outside the watched directory into it: the path string never names /checkpoints.
         os.symlink(self.checkpoints, os.path.join(self.jobdir, "ckpt_link"))
         os.makedirs(CGROUP, exist_ok=True)
@@ -114,6 +119,7 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
                 os.rmdir(d)
             except OSError:
                 pass
+        subprocess.run(["umount", "-l", self.tmpfs], check=False)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def ask(self, line):
@@ -149,6 +155,8 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
         # Files: a relative path, openat on a directory descriptor, a symbolic link from outside.
         self.assertEqual(self.ask(f"write ../checkpoints/step_1/model.pt {MIB}"), "ok")
         self.assertEqual(self.ask(f"dupwrite ../checkpoints/step_1/optimizer.pt {MIB}"), "ok")
+        self.assertEqual(self.ask(f"write ../checkpoints/fast/shard.pt {MIB}"), "ok")  # across a mount
+        self.assertEqual(self.ask(f"write /dev/shm/gpuscope-ebpf-test-{os.getpid()} {MIB}"), "ok")  # not watched
         self.assertEqual(self.ask(f"readat {os.path.join(self.checkpoints, 'step_1')} model.pt"), f"ok {MIB}")
         self.assertEqual(self.ask("open ckpt_link/step_1/model.pt"), "ok")
 
@@ -184,8 +192,8 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
              {"destination": f"127.0.0.1:{self.listeners['v4_denied'].port}"}, 2),
             ("gpuscope_ebpf_unexpected_connections_total",
              {"destination": f"[::1]:{self.listeners['v6_denied'].port}"}, 1),
-            ("gpuscope_ebpf_file_opens_total", {"dir": self.checkpoints, "user": "root"}, 4),
-            ("gpuscope_ebpf_file_written_bytes_total", {"dir": self.checkpoints}, 2 * MIB),
+            ("gpuscope_ebpf_file_opens_total", {"dir": self.checkpoints, "user": "root"}, 5),
+            ("gpuscope_ebpf_file_written_bytes_total", {"dir": self.checkpoints}, 3 * MIB),
             ("gpuscope_ebpf_file_read_bytes_total", {"dir": self.checkpoints}, MIB),
         ]
         for name, labels, value in expected:

@@ -2,7 +2,7 @@
 // (src/ebpf/ebpf_programs.h: cuda, connect, files, each optional), then every cycle it
 //   - probes each libcuda.so it finds: the standard driver paths and --ebpf.cuda-library at start, then
 //     the libraries in the processes' maps (/proc/<pid>/maps, opened through /proc/<pid>/root so a
-//     container's copy is found too); a new process is read once, then again every 30 s (a process may
+//     container's copy is found too); a new process is read at once, then again every 10 s (a process may
 //     load libcuda long after it starts); uprobes are per file, so one attach covers every process
 //     mapping that file, those started later included;
 //   - re-reads the watched directories (one created or replaced since is watched from then on);
@@ -35,7 +35,9 @@ struct EbpfCollectorOptions {
   std::vector<AllowRule> allow;
   std::vector<std::string> cuda_libraries;  // probed at start beside the standard driver paths
   std::string procfs = "/proc";
-  std::chrono::seconds maps_rescan{30};
+  // How often a known process's maps are read again. A library found this way is probed from then on:
+  // what a process allocated before is not seen (the driver's standard paths are probed from the start).
+  std::chrono::seconds maps_rescan{10};
   // Where events go (the event path's "ebpf" source); may be empty.
   std::function<void(EbpfNotice)> post;
 };

@@ -64,6 +64,16 @@ struct {
   __type(value, __u32);  // the directory's index
 } watched SEC(".maps");
 
+// The file systems (kernel device numbers) that hold a watched directory: an open whose chain of mounts
+// touches none of them cannot be below one, and skips the walk (most opens on a node: libraries, /proc,
+// /sys, /dev, when the checkpoints live on a file system of their own).
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, GPUSCOPE_MAX_WATCH_DIRS);
+  __type(key, __u32);
+  __type(value, __u32);
+} watched_devs SEC(".maps");
+
 // Descriptors of files below a watched directory -> the directory's index. LRU: a process that exits
 // without closing leaves entries that age out.
 struct {
@@ -110,6 +120,7 @@ static __always_inline struct file* current_file(long fd) {
 struct walk {
   struct dentry* d;
   struct mount* mnt;
+  __u32 dev;  // the current mount's file system (every dentry of a mount has its super block)
   struct dentry* below[GPUSCOPE_MAX_NAMES];  // the deepest components, the file's own first
   __u32 depth;                               // components walked below the current dentry
   __u32 dir;                                 // the watched directory's index, when found
@@ -123,7 +134,7 @@ static long walk_step(__u32 i, void* context) {
   if (w->depth > 0) {
     struct gpuscope_watch_key key = {};
     key.inode = BPF_CORE_READ(d, d_inode, i_ino);
-    key.dev = BPF_CORE_READ(d, d_sb, s_dev);
+    key.dev = w->dev;
     __u32* dir = bpf_map_lookup_elem(&watched, &key);
     if (dir) {
       w->dir = *dir;
@@ -139,6 +150,7 @@ static long walk_step(__u32 i, void* context) {
     if (parent == mnt) return 1;  // the root of the namespace
     w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
     w->mnt = parent;
+    w->dev = BPF_CORE_READ(parent, mnt.mnt_sb, s_dev);
     return 0;  // the mount point stands for the same directory: no depth
   }
   struct dentry* up = BPF_CORE_READ(d, d_parent);
@@ -150,6 +162,21 @@ static long walk_step(__u32 i, void* context) {
   return 0;
 }
 
+#define GPUSCOPE_MAX_MOUNTS 16
+
+// Whether a mount of the chain from `mnt` up to the namespace's root is on a watched file system (true
+// too when the chain is deeper than looked at).
+static __always_inline bool on_watched_device(struct mount* mnt) {
+  for (int i = 0; i < GPUSCOPE_MAX_MOUNTS; i++) {
+    __u32 dev = BPF_CORE_READ(mnt, mnt.mnt_sb, s_dev);
+    if (bpf_map_lookup_elem(&watched_devs, &dev)) return true;
+    struct mount* parent = BPF_CORE_READ(mnt, mnt_parent);
+    if (parent == mnt) return false;
+    mnt = parent;
+  }
+  return true;
+}
+
 static __always_inline void opened(long fd) {
   struct file* f = current_file(fd);
   if (!f) return;
@@ -158,7 +185,10 @@ static __always_inline void opened(long fd) {
   if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT_BITS) == S_IFDIR_BITS) return;
   struct walk w = {};
   w.d = BPF_CORE_READ(f, f_path.dentry);
-  w.mnt = container_of(BPF_CORE_READ(f, f_path.mnt), struct mount, mnt);
+  struct mount* mnt = container_of(BPF_CORE_READ(f, f_path.mnt), struct mount, mnt);
+  if (!on_watched_device(mnt)) return;
+  w.mnt = mnt;
+  w.dev = BPF_CORE_READ(mnt, mnt.mnt_sb, s_dev);
   bpf_loop(GPUSCOPE_MAX_DEPTH, walk_step, &w, 0);
   if (!w.found) return;
   __u32 index = w.dir;
