@@ -13,6 +13,8 @@
 //     wall time: B batches of each operation in turn, the median batch reported.
 //       open_close_watched  open(DIR/f0)+close, DIR below a watched directory (a record per open)
 //       open_close_other    the same in a directory nobody watches (filtered in the kernel)
+//       open_close_other_fs the same on another file system than the watched one (--other-fs; filtered
+//                           before the walk up the directories)
 //       getppid             the cheapest syscall: what every syscall pays for sys_enter/sys_exit hooks
 //       pread_tracked       pread(4 KiB, offset 0) on a descriptor opened below the watched directory
 //       pread_untracked     the same on a descriptor opened elsewhere
@@ -136,6 +138,7 @@ int RunMicro(const Flags& flags) {
     return Usage();
   const std::string watched_file = std::string(watched) + "/f0";
   const std::string other_file = std::string(other) + "/f0";
+  const char* other_fs = flags.Get("other-fs");
 
   void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -195,6 +198,8 @@ int RunMicro(const Flags& flags) {
   std::vector<Op> ops;
   ops.push_back({"open_close_watched", calls(20000), open_close(watched_file), {}, {}});
   ops.push_back({"open_close_other", calls(20000), open_close(other_file), {}, {}});
+  if (other_fs != nullptr)
+    ops.push_back({"open_close_other_fs", calls(20000), open_close(std::string(other_fs) + "/f0"), {}, {}});
   ops.push_back({"getppid",
                  calls(200000),
                  [](uint64_t n) {

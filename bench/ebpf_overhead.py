@@ -185,6 +185,7 @@ def make_tree(root, files, size):
 
 def run_micro(args):
     out = subprocess.run([args.load, "micro", "--watched", args.watched_ds, "--other", args.other_ds,
+                          "--other-fs", args.other_fs_ds,
                           "--library", args.libcuda, "--scale", str(args.micro_scale), "--batches", "5"],
                          capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, GPUSCOPE_SIM_SCENARIO=args.scenario))
@@ -381,10 +382,12 @@ def report(args, cpu, micro, started, load_start, load_end):
                  f"shared machine is not). {args.micro_rounds} rounds, each a fresh process with no agent and "
                  f"one with an agent started with `--ebpf` (waited for until its programs were loaded), the "
                  f"order alternating; medians over the rounds. The watched file and the other one are "
-                 f"`ds/f0` (8 KiB) in the watched directory and in a directory beside it on the same "
-                 f"file system; the pread descriptors are opened after the agent started.\n")
+                 f"`ds/f0` (8 KiB) in the watched directory, in a directory beside it on the same "
+                 f"file system, and in /dev/shm (tmpfs); the pread descriptors are opened after the agent "
+                 f"started.\n")
     names = [("open_close_watched", "open+close below the watched directory"),
-             ("open_close_other", "open+close elsewhere (filtered out in the kernel)"),
+             ("open_close_other", "open+close elsewhere on the same file system (filtered after the walk)"),
+             ("open_close_other_fs", "open+close on another file system (/dev/shm: filtered before the walk)"),
              ("getppid", "getppid() (the sys_enter/sys_exit tax on every syscall)"),
              ("pread_tracked", "4 KiB pread, descriptor opened below the watched directory"),
              ("pread_untracked", "4 KiB pread, descriptor opened elsewhere"),
@@ -479,6 +482,8 @@ def main():
         args.watched = os.path.join(work, "watched")
         args.watched_ds = make_tree(args.watched, 100, 8192)
         args.other_ds = make_tree(os.path.join(work, "other"), 100, 8192)
+        # Another file system than the watched directory's: /dev/shm (tmpfs).
+        args.other_fs_ds = make_tree(tempfile.mkdtemp(prefix="gpuscope-ebpf-bench-", dir="/dev/shm"), 100, 8192)
         started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
         load_start = open("/proc/loadavg").read().split()[:3]
         micro = micro_phase(args, work)
@@ -487,6 +492,8 @@ def main():
         text, summary = report(args, cpu, micro, started, " ".join(load_start), " ".join(load_end))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if getattr(args, "other_fs_ds", None):
+            shutil.rmtree(os.path.dirname(args.other_fs_ds), ignore_errors=True)
     with open(args.out, "w") as f:
         f.write(text)
     print(text)

@@ -138,7 +138,8 @@ void EbpfCollector::DiscoverCudaLibraries() {
     if (ReadFileInto(base + "/maps", &maps, kMaxMapsBytes) != 0) continue;  // gone, or a kernel thread
     for (const std::string& library : CudaLibrariesIn(maps)) {
       // Through the process's own root: the same file when it lives in a container's mount namespace.
-      const std::string path = base + "/root" + library;
+      std::string path = base;
+      path.append("/root").append(library);
       if (programs_->CudaLibraryAttached(path)) continue;
       AttachCuda(path, false);
     }
