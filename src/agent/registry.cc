@@ -151,6 +151,7 @@ CollectorRegistry MakeBuiltins() {
            }
            options.cuda_libraries = config.ebpf_cuda_libraries;
            options.procfs = config.procfs;
+           options.node = context.node;
            if (PostedEvents* events = context.ebpf_events) {
              options.post = [events](EbpfNotice notice) {
                PostedEvent posted;

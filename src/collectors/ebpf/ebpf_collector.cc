@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "src/core/log.h"
+#include "src/node/node_state.h"
 #include "src/parsers/proc_cgroup.h"
 #include "src/parsers/text.h"
 #include "src/platform/file.h"
@@ -61,18 +62,29 @@ EbpfCollector::EbpfCollector(EbpfCollectorOptions options) : options_(std::move(
 
 EbpfCollector::~EbpfCollector() = default;
 
-std::string EbpfCollector::JobOf(uint32_t tgid, uint32_t ppid) const {
+std::string ProcessJob(const std::string& procfs, const NodeState* node, uint32_t tgid, uint32_t ppid) {
   std::string cgroup;
   // The process's own cgroup; when it has exited before its record was read, its parent's (a child
   // inherits its parent's cgroup: a job's curl or scp started by the job's shell or Python).
   for (const uint32_t pid : {tgid, ppid}) {
     if (pid == 0) continue;
-    if (ReadFileInto(options_.procfs + "/" + std::to_string(pid) + "/cgroup", &cgroup, kMaxCgroupBytes) != 0)
-      continue;
-    const std::optional<SlurmCgroup> slurm = ParseProcCgroup(cgroup);
-    return slurm ? slurm->job_id : "";
+    if (ReadFileInto(procfs + "/" + std::to_string(pid) + "/cgroup", &cgroup, kMaxCgroupBytes) != 0) continue;
+    if (const std::optional<SlurmCgroup> slurm = ParseProcCgroup(cgroup)) return slurm->job_id;
+    break;  // in no job's cgroup: the node state may still know it (below)
   }
-  return "";  // both gone: no job
+  // A GPU process attribution tied to a job some other way (environ, where Slurm's cgroup plugins are off).
+  if (node != nullptr) {
+    const auto processes = node->gpu_processes().Current();
+    for (const GpuProcessRef& process : *processes) {
+      if ((process.pid == tgid || (ppid != 0 && process.pid == ppid)) && !process.hpc_job.empty())
+        return process.hpc_job;
+    }
+  }
+  return "";
+}
+
+std::string EbpfCollector::JobOf(uint32_t tgid, uint32_t ppid) const {
+  return ProcessJob(options_.procfs, options_.node, tgid, ppid);
 }
 
 bool EbpfCollector::Alive(uint32_t tgid) const {

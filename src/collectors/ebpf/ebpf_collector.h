@@ -7,8 +7,9 @@
 //     mapping that file, those started later included;
 //   - re-reads the watched directories (one created or replaced since is watched from then on);
 //   - drains the programs' rings into EbpfAccounting (per-job sums and events), with each process tied to
-//     its Slurm job by /proc/<pid>/cgroup (never by its name), and reads the files program's read/write
-//     sums;
+//     its Slurm job by /proc/<pid>/cgroup (never by its name; the parent's when it has exited), else by the
+//     node state's GPU processes (attribution's job of a GPU process, environ included), and reads the
+//     files program's read/write sums;
 //   - forgets ended processes, and appends the families of docs/design/ebpf.md.
 // A program the kernel refuses is reported (gpuscope_ebpf_program_loaded 0, the log) and the others go on:
 // the collector never fails a cycle for it and never turns /healthz unhealthy.
@@ -30,17 +31,27 @@
 
 namespace gpuscope {
 
+class NodeState;
+
 struct EbpfCollectorOptions {
   EbpfPrograms::Options programs;
   std::vector<AllowRule> allow;
   std::vector<std::string> cuda_libraries;  // probed at start beside the standard driver paths
   std::string procfs = "/proc";
+  // The node's GPU processes with their jobs (as attribution tied them, /proc environ included where the
+  // cgroup names no job); consulted for a process whose cgroup names none. May be null.
+  const NodeState* node = nullptr;
   // How often a known process's maps are read again. A library found this way is probed from then on:
   // what a process allocated before is not seen (the driver's standard paths are probed from the start).
   std::chrono::seconds maps_rescan{10};
   // Where events go (the event path's "ebpf" source); may be empty.
   std::function<void(EbpfNotice)> post;
 };
+
+// The Slurm job the collector ties a process to: the job of <procfs>/<tgid>/cgroup; when the process has
+// exited, of its parent's (`ppid`, 0 when unknown); when neither cgroup names a job, the job attribution
+// gave that GPU process in `node`'s GPU process table (may be null). "" when none.
+std::string ProcessJob(const std::string& procfs, const NodeState* node, uint32_t tgid, uint32_t ppid);
 
 class EbpfCollector final : public Collector {
  public:
