@@ -142,7 +142,7 @@ class DashboardQueriesReturnData(unittest.TestCase):
             cls.start = time.time()
             cls.fleet = fleet.Fleet(AGENT, SIM, nodes,
                                     rule_files=[os.path.join(fleet.GENERATED, f) for f in fleet.RULE_FILES],
-                                    podresources=PODRESOURCES, kubeapi=KUBEAPI)
+                                    podresources=PODRESOURCES, kubeapi=KUBEAPI, security_node="gpu-node-01")
             cls.prometheus = cls.fleet.prometheus
             # Data arrives over the first tens of seconds (recording rules, rate windows, faults); wait until
             # every query that should have data has had some, or the deadline passes (the tests name the rest).

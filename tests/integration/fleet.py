@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kube_node  # noqa: E402
 import peers  # noqa: E402
+import security_node as security_node_module  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SCENARIOS = os.path.join(ROOT, "sim", "scenarios")
@@ -269,7 +270,8 @@ class Fleet:
 
     def __init__(self, agent_binary, sim_library, nodes=DEMO_NODES, rule_files=(), alertmanager_config=None,
                  speed=None, receiver_log=None, echo_notifications=False, extra_agent_args=(), ports=None,
-                 otelcol=None, podresources=None, kubeapi=None, fleet_runner=None, fleet_nodes=0):
+                 otelcol=None, podresources=None, kubeapi=None, fleet_runner=None, fleet_nodes=0,
+                 security_node=None):
         self.workdir = tempfile.mkdtemp(prefix="gpuscope-fleet-")
         self.collector = None
         self.runner = None  # gpuscope-fleet: the larger fleet of the demo's --fleet
@@ -278,6 +280,9 @@ class Fleet:
         self.api_servers = {}  # hostname -> peers.KubeApi of a Kubernetes node (given the peer's binary)
         self.kube_state_metrics = None
         self.trainers = []  # rank processes of the nodes' synthetic training runs
+        # security_node: the hostname of the node whose agent feeds the Security view (eBPF as root, Falco
+        # and Tetragon files) with a job process doing what it shows (tests/integration/security_node.py).
+        self.security = None
         self.receiver = None
         self.alertmanager = None
         self.prometheus = None
@@ -293,8 +298,19 @@ class Fleet:
                 port = wanted("agents", i)
                 listen = ["--web.listen-address", f"127.0.0.1:{port}"] if port else []
                 kubernetes = self._start_kubelet(node, podresources, kubeapi)
+                security = []
+                if node.hostname == security_node and node.job:
+                    scenario = (node.scenario if os.path.isabs(node.scenario)
+                                else os.path.join(SCENARIOS, node.scenario))
+                    self.security = security_node_module.SecurityNode(
+                        os.path.join(self.workdir, node.hostname, "security"), sim_library, scenario,
+                        node.job.job_id)
+                    security = self.security.agent_args()
                 self.agents[node.hostname] = self._start_agent(agent_binary, sim_library, node, speed,
-                                                               [*listen, *kubernetes, *extra_agent_args])
+                                                               [*listen, *kubernetes, *security,
+                                                                *extra_agent_args])
+                if security:
+                    self.security.start(self.agents[node.hostname])
                 self._start_trainer(node)
             alerting = ""
             if alertmanager_config:
@@ -452,6 +468,8 @@ class Fleet:
         agent.process.wait()
 
     def stop(self):
+        if self.security:
+            self.security.stop()
         for process in self.trainers:
             process.kill()
             process.wait()
@@ -584,7 +602,8 @@ def run_demo_fleet(args, rules_dir, stop):
                   alertmanager_config=os.path.join(rules_dir, ALERTMANAGER_CONFIG),
                   speed=args.speed, receiver_log=args.webhook_log, echo_notifications=True, ports=DEMO_PORTS,
                   otelcol=args.otelcol, podresources=args.podresources, kubeapi=args.kubeapi,
-                  fleet_runner=args.fleet_runner, fleet_nodes=args.fleet_nodes if args.fleet_runner else 0)
+                  fleet_runner=args.fleet_runner, fleet_nodes=args.fleet_nodes if args.fleet_runner else 0,
+                  security_node="gpu-node-01")
     try:
         print("\ngpuscope demo: a simulated GPU fleet on loopback\n")
         for node in DEMO_NODES:
@@ -598,6 +617,10 @@ def run_demo_fleet(args, rules_dir, stop):
             else:
                 job = "no job"
             print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}")
+        if fleet.security:
+            what = ("eBPF (CUDA memory, connections, checkpoint and dataset access of job "
+                    f"{fleet.security.job_id}) and " if fleet.security.job else "")
+            print(f"  gpu-node-01 also feeds the Security dashboard: {what}Falco and Tetragon events")
         if fleet.runner:
             print(f"  fleet-node-0001 .. {args.fleet_nodes:04d}  gpuscope-fleet: {args.fleet_nodes} more nodes of "
                   f"sim/fleets/mixed.yaml in one process (each the agent's own code, scraped every 15 s as "
