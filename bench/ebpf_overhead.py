@@ -382,12 +382,13 @@ def report(args, cpu, micro, started, load_start, load_end):
                  f"shared machine is not). {args.micro_rounds} rounds, each a fresh process with no agent and "
                  f"one with an agent started with `--ebpf` (waited for until its programs were loaded), the "
                  f"order alternating; medians over the rounds. The watched file and the other one are "
-                 f"`ds/f0` (8 KiB) in the watched directory, in a directory beside it on the same "
-                 f"file system, and in /dev/shm (tmpfs); the pread descriptors are opened after the agent "
+                 f"`ds/f0` (8 KiB) in the watched directory and in a directory beside it, both on a "
+                 f"tmpfs mounted for the run (as checkpoints on a file system of their own), and in a "
+                 f"directory on the root file system; the pread descriptors are opened after the agent "
                  f"started.\n")
     names = [("open_close_watched", "open+close below the watched directory"),
-             ("open_close_other", "open+close elsewhere on the same file system (filtered after the walk)"),
-             ("open_close_other_fs", "open+close on another file system (/dev/shm: filtered before the walk)"),
+             ("open_close_other", "open+close beside it, on the watched file system (walked, not matched)"),
+             ("open_close_other_fs", "open+close on the root file system (no watched directory: no walk)"),
              ("getppid", "getppid() (the sys_enter/sys_exit tax on every syscall)"),
              ("pread_tracked", "4 KiB pread, descriptor opened below the watched directory"),
              ("pread_untracked", "4 KiB pread, descriptor opened elsewhere"),
@@ -479,11 +480,16 @@ def main():
             copy = os.path.join(work, "bin", os.path.basename(getattr(args, attr)))
             shutil.copy2(getattr(args, attr), copy)
             setattr(args, attr, copy)
-        args.watched = os.path.join(work, "watched")
+        # As on a node whose checkpoints and datasets have a file system of their own: the watched directory
+        # and a directory beside it on a tmpfs mounted for the run; the third directory on the root file
+        # system, which holds no watched directory (its opens skip the walk).
+        args.fs = os.path.join(work, "fs")
+        os.makedirs(args.fs)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "gpuscope-bench", args.fs], check=True)
+        args.watched = os.path.join(args.fs, "watched")
         args.watched_ds = make_tree(args.watched, 100, 8192)
-        args.other_ds = make_tree(os.path.join(work, "other"), 100, 8192)
-        # Another file system than the watched directory's: /dev/shm (tmpfs).
-        args.other_fs_ds = make_tree(tempfile.mkdtemp(prefix="gpuscope-ebpf-bench-", dir="/dev/shm"), 100, 8192)
+        args.other_ds = make_tree(os.path.join(args.fs, "other"), 100, 8192)
+        args.other_fs_ds = make_tree(os.path.join(work, "rootfs"), 100, 8192)
         started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
         load_start = open("/proc/loadavg").read().split()[:3]
         micro = micro_phase(args, work)
@@ -491,9 +497,9 @@ def main():
         load_end = open("/proc/loadavg").read().split()[:3]
         text, summary = report(args, cpu, micro, started, " ".join(load_start), " ".join(load_end))
     finally:
+        if getattr(args, "fs", None):
+            subprocess.run(["umount", "-l", args.fs], check=False)
         shutil.rmtree(work, ignore_errors=True)
-        if getattr(args, "other_fs_ds", None):
-            shutil.rmtree(os.path.dirname(args.other_fs_ds), ignore_errors=True)
     with open(args.out, "w") as f:
         f.write(text)
     print(text)
