@@ -49,10 +49,10 @@ std::vector<MetricDescription> PostedEventSource::Describe() {
   dropped.name = "gpuscope_event_posted_dropped_total";
   dropped.type = MetricType::kCounter;
   dropped.help =
-      "Events the agent's own detectors raised that were lost because too many waited for the event "
-      "pipeline.";
+      "Events handed to the agent that were lost because too many waited for the event pipeline: its own "
+      "detectors' (training, ebpf) and Falco's http_output (falco).";
   dropped.labels = {"source"};
-  dropped.source = "the agent's detectors (the training source's hung ranks)";
+  dropped.source = "the agent's detectors (hung ranks, eBPF findings) and POST /api/v1/falco";
   return {dropped};
 }
 
