@@ -43,6 +43,7 @@ SCENARIO = os.path.join(ROOT, "sim", "scenarios", "h100-training.yaml")
 JOB = "4242"
 MIB = 1 << 20
 CGROUP = "/sys/fs/cgroup/memory/slurm/uid_0/job_4242/step_0/task_0"
+SHM_FILE = f"/dev/shm/gpuscope-ebpf-test-{os.getpid()}"
 
 
 class Listener:
@@ -114,11 +115,18 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
         self.receiver.cleanup()
         for listener in self.listeners.values():
             listener.close()
-        for d in (CGROUP, os.path.dirname(CGROUP), os.path.dirname(os.path.dirname(CGROUP))):
+        # task_0, step_0, job_4242, uid_0, slurm: the empty ones (another test's job may still hold slurm).
+        d = CGROUP
+        while d != "/sys/fs/cgroup/memory":
             try:
                 os.rmdir(d)
             except OSError:
-                pass
+                break
+            d = os.path.dirname(d)
+        try:
+            os.unlink(SHM_FILE)
+        except FileNotFoundError:
+            pass
         subprocess.run(["umount", "-l", self.tmpfs], check=False)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -156,7 +164,7 @@ class EbpfProgramsOnARealKernel(unittest.TestCase):
         self.assertEqual(self.ask(f"write ../checkpoints/step_1/model.pt {MIB}"), "ok")
         self.assertEqual(self.ask(f"dupwrite ../checkpoints/step_1/optimizer.pt {MIB}"), "ok")
         self.assertEqual(self.ask(f"write ../checkpoints/fast/shard.pt {MIB}"), "ok")  # across a mount
-        self.assertEqual(self.ask(f"write /dev/shm/gpuscope-ebpf-test-{os.getpid()} {MIB}"), "ok")  # not watched
+        self.assertEqual(self.ask(f"write {SHM_FILE} {MIB}"), "ok")  # not watched
         self.assertEqual(self.ask(f"readat {os.path.join(self.checkpoints, 'step_1')} model.pt"), f"ok {MIB}")
         self.assertEqual(self.ask("open ckpt_link/step_1/model.pt"), "ok")
 
