@@ -22,6 +22,7 @@
 #include "src/events/sources/posted_source.h"
 #include "src/events/sources/security_source.h"
 #include "src/node/node_state.h"
+#include "src/parsers/text.h"
 #include "src/platform/host.h"
 #include "src/platform/memory.h"
 #include "src/sinks/prometheus/exposition.h"
@@ -72,12 +73,8 @@ std::string KubernetesNodeName(const AgentConfig& config) {
 
 std::vector<std::string> SplitPodLabels(const std::string& list) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start < list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > start) out.push_back(list.substr(start, comma - start));
-    start = comma + 1;
+  for (const std::string_view name : text::Split(list, ',')) {
+    if (!name.empty()) out.emplace_back(name);
   }
   return out;
 }

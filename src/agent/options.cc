@@ -4,6 +4,7 @@
 #include <string>
 
 #include "src/parsers/allow_list.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 namespace {
@@ -44,16 +45,11 @@ std::string_view EbpfAllowRule(std::string_view value) {
 }
 
 // --ebpf.programs: a non-empty comma-separated list of cuda, connect, files.
-constexpr std::string_view EbpfProgramList(std::string_view value) {
+std::string_view EbpfProgramList(std::string_view value) {
   if (value.empty()) return "must name at least one of cuda, connect, files";
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string_view::npos) comma = value.size();
-    const std::string_view word = value.substr(start, comma - start);
+  for (const std::string_view word : text::Split(value, ',')) {
     if (word != "cuda" && word != "connect" && word != "files")
       return "must be cuda, connect, files separated by commas";
-    start = comma + 1;
   }
   return "";
 }

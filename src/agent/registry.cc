@@ -16,6 +16,7 @@
 #include "src/events/sources/posted_source.h"
 #include "src/node/node_state.h"
 #include "src/parsers/allow_list.h"
+#include "src/parsers/text.h"
 
 namespace gpuscope {
 
@@ -134,11 +135,7 @@ CollectorRegistry MakeBuiltins() {
          [](const AgentConfig& config, const CollectorContext& context) -> std::unique_ptr<Collector> {
            EbpfCollectorOptions options;
            options.programs.cuda = options.programs.connect = options.programs.files = false;
-           for (size_t start = 0; start <= config.ebpf_programs.size();) {  // validated: known words
-             size_t comma = config.ebpf_programs.find(',', start);
-             if (comma == std::string::npos) comma = config.ebpf_programs.size();
-             const std::string word = config.ebpf_programs.substr(start, comma - start);
-             start = comma + 1;
+           for (const std::string_view word : text::Split(config.ebpf_programs, ',')) {  // validated
              if (word == "cuda") options.programs.cuda = true;
              if (word == "connect") options.programs.connect = true;
              // The files program hooks every syscall's entry and return on the node (bench/results/

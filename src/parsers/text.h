@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace gpuscope::text {
 
@@ -19,6 +20,18 @@ inline std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// The pieces of `s` between `separator`s, empty ones included ("a,,b" -> a, "", b; "" -> one empty piece).
+inline std::vector<std::string_view> Split(std::string_view s, char separator) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(separator, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
 }
 
 // All of `s` as a number of type T in `base`; nullopt when empty, partial, or out of range.

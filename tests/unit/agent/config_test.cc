@@ -251,6 +251,27 @@ sinks:
   EXPECT_EQ(config.events_files.size(), 3u);
 }
 
+TEST(AgentConfig, EbpfSwitchesItsCollectorOnAndItsSettingsAreChecked) {
+  AgentConfig config = Defaults();
+  EXPECT_FALSE(config.collectors.at("ebpf").enabled);
+  ASSERT_TRUE(
+      LoadConfig({"--ebpf", "--ebpf.watch-dir", "/checkpoints", "--ebpf.watch-dir=/datasets", "--ebpf.allow",
+                  "10.0.0.0/8", "--ebpf.allow=[fd00::/8]:443", "--ebpf.programs=connect,files"},
+                 &config)
+          .ok());
+  EXPECT_TRUE(config.collectors.at("ebpf").enabled);
+  EXPECT_EQ(config.ebpf_watch_dirs, (std::vector<std::string>{"/checkpoints", "/datasets"}));
+  EXPECT_EQ(config.ebpf_allow, (std::vector<std::string>{"10.0.0.0/8", "[fd00::/8]:443"}));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--ebpf.allow=10.0.0.0/33"}, &config).message(), HasSubstr("prefix length"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--ebpf.programs=cuda,,files"}, &config).message(), HasSubstr("ebpf.programs"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--ebpf.programs="}, &config).message(), HasSubstr("ebpf.programs"));
+  config = Defaults();
+  EXPECT_THAT(LoadConfig({"--ebpf.watch-dir=checkpoints"}, &config).message(), HasSubstr("start with /"));
+}
+
 TEST(AgentConfig, BadEventAndSinkSettingsAreErrorsNamingTheKey) {
   AgentConfig config = Defaults();
   EXPECT_THAT(ApplyConfigYaml("events: {kmsg: /dev/kmsg}", &config).message(), HasSubstr("kmsg"));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace gpuscope {
@@ -26,6 +27,14 @@ TEST(TextTrim, KeepsOtherControlAndHighBytes) {
   EXPECT_EQ(text::Trim(" \0x\0 "s), "\0x\0"s);
   EXPECT_EQ(text::Trim("\v\fx"), "\v\fx");
   EXPECT_EQ(text::Trim("\xC2\xA0x\xFF "), "\xC2\xA0x\xFF");
+}
+
+TEST(TextSplit, KeepsEmptyPiecesAndTheWholeWithoutSeparator) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(text::Split("cuda,connect,files", ','), (V{"cuda", "connect", "files"}));
+  EXPECT_EQ(text::Split("a,,b,", ','), (V{"a", "", "b", ""}));
+  EXPECT_EQ(text::Split("", ','), (V{""}));
+  EXPECT_EQ(text::Split("whole", ','), (V{"whole"}));
 }
 
 TEST(TextTrim, ReturnsAViewIntoTheInput) {
