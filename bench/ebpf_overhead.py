@@ -38,6 +38,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+import harness  # noqa: E402  (the tests' wait loop and exposition parser, standard library only)
+
 TICK = os.sysconf("SC_CLK_TCK")
 PROGRAMS = ("cuda", "connect", "files")
 
@@ -78,37 +81,6 @@ def top_mappings(pid, count=6):
     return sorted(((kib, n) for n, kib in merged.items()), reverse=True)[:count]
 
 
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
-            last = exc
-        time.sleep(0.1)
-    raise RuntimeError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def parse_metrics(text):
-    """{(name, frozenset of label pairs): value} of a Prometheus text exposition."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = re.match(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)', line)
-        if not match:
-            continue
-        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', match.group(3) or ""))
-        try:
-            out[(match.group(1), labels)] = float(match.group(4))
-        except ValueError:
-            pass
-    return out
-
-
 def by_program(metrics, name):
     return {p: metrics.get((name, frozenset({("program", p)})), 0.0) for p in PROGRAMS}
 
@@ -127,7 +99,7 @@ class Agent:
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.pid = self.process.pid
-        self.port = wait_for(self._port, 30, f"agent {name}'s listening line")
+        self.port = harness.wait_for(self._port, 30, f"agent {name}'s listening line")
 
     def _port(self):
         if self.process.poll() is not None:
@@ -142,7 +114,7 @@ class Agent:
     def metrics(self):
         import urllib.request
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
-            return parse_metrics(response.read().decode())
+            return harness.parse_exposition(response.read().decode())
 
     def wait_loaded(self, timeout=20):
         """Waits until every program is loaded and the stand-in probed; on a timeout returns what is there
