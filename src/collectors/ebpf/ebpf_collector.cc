@@ -133,7 +133,7 @@ void EbpfCollector::AttachCuda(const std::string& path, bool configured) {
 
 void EbpfCollector::DiscoverCudaLibraries() {
   const auto now = std::chrono::steady_clock::now();
-  std::map<uint32_t, std::chrono::steady_clock::time_point> listed;
+  std::map<uint32_t, MapsRead> listed;
   DIR* dir = opendir(options_.procfs.c_str());
   if (dir == nullptr) return;
   std::string maps;
@@ -141,14 +141,16 @@ void EbpfCollector::DiscoverCudaLibraries() {
     const std::optional<uint32_t> pid = text::ParseWhole<uint32_t>(entry->d_name);
     if (!pid) continue;
     auto seen = maps_read_.find(*pid);
-    if (seen != maps_read_.end() && now - seen->second < options_.maps_rescan) {
+    if (seen != maps_read_.end() && (seen->second.found || now - seen->second.when < options_.maps_rescan)) {
       listed.emplace(*pid, seen->second);
       continue;
     }
-    listed.emplace(*pid, now);
+    MapsRead& read = listed[*pid];
+    read.when = now;
     const std::string base = options_.procfs + "/" + entry->d_name;
     if (ReadFileInto(base + "/maps", &maps, kMaxMapsBytes) != 0) continue;  // gone, or a kernel thread
     for (const std::string& library : CudaLibrariesIn(maps)) {
+      read.found = true;
       // Through the process's own root: the same file when it lives in a container's mount namespace.
       std::string path = base;
       path.append("/root").append(library);

@@ -2,9 +2,9 @@
 // (src/ebpf/ebpf_programs.h: cuda, connect, files, each optional), then every cycle it
 //   - probes each libcuda.so it finds: the standard driver paths and --ebpf.cuda-library at start, then
 //     the libraries in the processes' maps (/proc/<pid>/maps, opened through /proc/<pid>/root so a
-//     container's copy is found too); a new process is read at once, then again every 10 s (a process may
-//     load libcuda long after it starts); uprobes are per file, so one attach covers every process
-//     mapping that file, those started later included;
+//     container's copy is found too); a new process is read at once, then again every 10 s until it maps one
+//     (a process may load libcuda long after it starts); uprobes are per file, so one attach covers every
+//     process mapping that file, those started later included;
 //   - re-reads the watched directories (one created or replaced since is watched from then on);
 //   - drains the programs' rings into EbpfAccounting (per-job sums and events), with each process tied to
 //     its Slurm job by /proc/<pid>/cgroup (never by its name; the parent's when it has exited), else by the
@@ -76,8 +76,12 @@ class EbpfCollector final : public Collector {
   const EbpfCollectorOptions options_;
   std::unique_ptr<EbpfPrograms> programs_;  // created at the first Collect()
   std::unique_ptr<EbpfAccounting> accounting_;
-  std::map<uint32_t, std::chrono::steady_clock::time_point> maps_read_;  // pid -> when its maps were read
-  std::map<std::string, bool> cuda_paths_tried_;                         // path -> attached
+  struct MapsRead {
+    std::chrono::steady_clock::time_point when;
+    bool found = false;  // it maps a libcuda (probed or tried): its maps are not read again
+  };
+  std::map<uint32_t, MapsRead> maps_read_;        // by pid, the processes listed at the last scan
+  std::map<std::string, bool> cuda_paths_tried_;  // path -> attached
   uint64_t records_[kEbpfProgramCount] = {};
 };
 
