@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace gpuscope {
 namespace {
