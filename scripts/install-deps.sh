@@ -106,10 +106,12 @@ if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "$sta
 fi
 
 # Pinned Go modules, into the Go module cache (outside the repository).
-if ! go mod download -json "$GO_NVML_MODULE@$GO_NVML_VERSION" >/dev/null; then
-  echo "install-deps: cannot fetch $GO_NVML_MODULE@$GO_NVML_VERSION from the Go module proxy" >&2
-  exit 1
-fi
+for module in "$GO_NVML_MODULE@$GO_NVML_VERSION" "$GO_DCGM_MODULE@$GO_DCGM_VERSION"; do
+  if ! go mod download -json "$module" >/dev/null; then
+    echo "install-deps: cannot fetch $module from the Go module proxy" >&2
+    exit 1
+  fi
+done
 
 # The real open-source peers of the integration tests (VictoriaLogs, VictoriaMetrics, Prometheus 3, an
 # OpenTelemetry Collector, the remote-write compliance suite, the kubelet pod-resources server), built from
