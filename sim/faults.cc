@@ -22,6 +22,7 @@ FaultEffects EffectsAt(const Scenario& s, unsigned gpu, double t) {
   FaultEffects e;
   e.link_throughput.fill(1.0);
   for (const Fault& f : s.faults) {
+    if (f.kind == FaultKind::kHostEngineDown) continue;  // node-wide, no GPU's
     // A slow rank stretches every rank's step: the job-wide effect applies whichever GPU has the fault.
     if (f.kind == FaultKind::kNvlinkCrc && Active(f, t))
       e.job_step_slowdown = std::max(e.job_step_slowdown, f.step_slowdown);
@@ -49,6 +50,9 @@ FaultEffects EffectsAt(const Scenario& s, unsigned gpu, double t) {
         if (Active(f, t))
           e.link_throughput[f.link] = std::min(e.link_throughput[f.link], f.throughput_factor);
         break;
+      case FaultKind::kInforomCorrupt:
+        e.inforom_corrupt = e.inforom_corrupt || Active(f, t);
+        break;
       default:
         break;
     }
@@ -56,12 +60,27 @@ FaultEffects EffectsAt(const Scenario& s, unsigned gpu, double t) {
   return e;
 }
 
+bool HostEngineDownAt(const Scenario& s, double t) {
+  for (const Fault& f : s.faults) {
+    if (f.kind == FaultKind::kHostEngineDown && Active(f, t)) return true;
+  }
+  return false;
+}
+
+unsigned HostEngineStopsBy(const Scenario& s, double t) {
+  unsigned stops = 0;
+  for (const Fault& f : s.faults) {
+    if (f.kind == FaultKind::kHostEngineDown && t >= f.from) ++stops;
+  }
+  return stops;
+}
+
 ErrorCounters CountersAt(const Scenario& s, unsigned gpu, double t) {
   ErrorCounters c;
   double pcie = 0;
   std::array<double, kMaxLinks> crc{};
   for (const Fault& f : s.faults) {
-    if (f.gpu != gpu || t < f.from) continue;
+    if (f.gpu != gpu || t < f.from || f.kind == FaultKind::kHostEngineDown) continue;
     switch (f.kind) {
       case FaultKind::kSbeBurst: {
         const double span = f.to - f.from;

@@ -25,10 +25,18 @@ struct FaultEffects {
   unsigned pcie_gen = 0;         // non-zero: degraded current link generation
   unsigned pcie_width = 0;       // non-zero: degraded current link width
   double job_step_slowdown = 1;  // job-wide training step time factor (from any GPU's nvlink_crc)
+  bool inforom_corrupt = false;  // inforom_corrupt
   std::array<double, kMaxLinks> link_throughput{};  // per-link NVLink throughput factor (1 = healthy)
 };
 
 FaultEffects EffectsAt(const Scenario& scenario, unsigned gpu, double t);
+
+// The node's nv-hostengine (hostengine_down faults, node-wide): whether a window covers t, and how many
+// windows have begun by t. Each window stops the host engine; the one that comes back knows nothing of
+// the connections, groups and watches made before, so a connection is good only while this count stays
+// what it was when it connected.
+bool HostEngineDownAt(const Scenario& scenario, double t);
+unsigned HostEngineStopsBy(const Scenario& scenario, double t);
 
 // Error counters as integrals of the faults up to t.
 struct ErrorCounters {

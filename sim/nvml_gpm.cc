@@ -15,6 +15,9 @@ using gpuscope::sim::nvml::OnDevice;
 using gpuscope::sim::nvml::Scope;
 
 using gpuscope::sim::ActivityIntegrals;
+using gpuscope::sim::ActivityViewScale;
+using gpuscope::sim::IntervalRates;
+using gpuscope::sim::ScaledIntegrals;
 
 // A GPM sample: the simulated time and the activity integrals (already scaled to the GPU or the MIG
 // instance) when it was taken, plus the instantaneous activity for zero-length intervals.
@@ -32,14 +35,6 @@ namespace {
 gpuscope::Mutex g_samples_mu;
 std::set<nvmlGpmSample_st*> g_samples GUARDED_BY(g_samples_mu);
 
-ActivityIntegrals Scaled(ActivityIntegrals a, double f) {
-  for (double* v : {&a.util, &a.sm_active, &a.occupancy, &a.tensor, &a.dram, &a.fp64, &a.fp32, &a.fp16,
-                    &a.integer, &a.pcie_tx_bytes, &a.pcie_rx_bytes, &a.nvlink_tx_bytes, &a.nvlink_rx_bytes}) {
-    *v *= f;
-  }
-  return a;
-}
-
 nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sample) {
   {
     gpuscope::MutexLock lock(&g_samples_mu);
@@ -52,7 +47,7 @@ nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sa
   s.gpu = c.gpu;
   s.mig = mig;
   s.t = st.t;
-  s.integrals = Scaled(st.integrals, scale);
+  s.integrals = ScaledIntegrals(st.integrals, scale);
   const gpuscope::sim::Activity& r = st.raw;
   double nvlink_bytes_per_s = 0;
   for (unsigned l = 0; l < c.config().model->nvlinks; ++l) nvlink_bytes_per_s += st.nvlink_kibps[l] * 1024;
@@ -70,7 +65,7 @@ nvmlReturn_t TakeSample(const Call& c, int mig, double scale, nvmlGpmSample_t sa
                           st.pcie_rx_kibps * 1024 * share_inv,
                           nvlink_bytes_per_s * share_inv,
                           nvlink_bytes_per_s * 0.98 * share_inv};
-  s.rates = Scaled(rates, scale);
+  s.rates = ScaledIntegrals(rates, scale);
   return NVML_SUCCESS;
 }
 
@@ -165,7 +160,7 @@ SIM_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 
 SIM_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
   return OnDevice(device, Scope::kGpuOnly,
-                  [&](Call& c) { return TakeSample(c, -1, gpuscope::sim::MigShare(c.config()), sample); });
+                  [&](Call& c) { return TakeSample(c, -1, ActivityViewScale(c.config(), -1), sample); });
 }
 
 SIM_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id,
@@ -174,7 +169,7 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gp
     const auto& mig = c.config().mig;
     for (size_t i = 0; i < mig.size(); ++i) {
       if (mig[i].gpu_instance_id == gpu_instance_id)
-        return TakeSample(c, static_cast<int>(i), mig[i].load, sample);
+        return TakeSample(c, static_cast<int>(i), ActivityViewScale(c.config(), static_cast<int>(i)), sample);
     }
     return c.config().model->gpm ? NVML_ERROR_NOT_FOUND : NVML_ERROR_NOT_SUPPORTED;
   });
@@ -192,9 +187,7 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
   // Over the interval between the samples; for two samples at the same instant (frozen time), the
   // instantaneous rates.
   const double dt = s2.t - s1.t;
-  auto rate = [&](double ActivityIntegrals::*field) {
-    return dt != 0 ? (s2.integrals.*field - s1.integrals.*field) / dt : s2.rates.*field;
-  };
+  const ActivityIntegrals rates = dt != 0 ? IntervalRates(s1.integrals, s2.integrals, dt) : s2.rates;
   for (unsigned i = 0; i < metrics_get->numMetrics; ++i) {
     nvmlGpmMetric_t& metric = metrics_get->metrics[i];
     metric.nvmlReturn = NVML_SUCCESS;
@@ -205,7 +198,7 @@ SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metrics_get) {
       metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       continue;
     }
-    if (known->integral != nullptr) metric.value = rate(known->integral) * known->factor;
+    if (known->integral != nullptr) metric.value = rates.*(known->integral) * known->factor;
     metric.metricInfo = {Text(known->short_name), Text(known->short_name), Text(known->unit)};
   }
   return NVML_SUCCESS;

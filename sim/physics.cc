@@ -128,6 +128,39 @@ double MigInstanceMemoryGib(const GpuState& state, const MigInstance& instance) 
   return std::min(state.raw.mem_used_gib, 0.95 * static_cast<double>(instance.profile->memory_mib) / 1024.0);
 }
 
+double ActivityViewScale(const GpuConfig& gpu, int mig) {
+  if (mig < 0) return MigShare(gpu);
+  return gpu.mig[static_cast<size_t>(mig)].load;
+}
+
+namespace {
+
+// Every member of ActivityIntegrals, for the element-wise helpers below.
+constexpr double ActivityIntegrals::*kIntegralFields[] = {
+    &ActivityIntegrals::util,           &ActivityIntegrals::sm_active,
+    &ActivityIntegrals::occupancy,      &ActivityIntegrals::tensor,
+    &ActivityIntegrals::dram,           &ActivityIntegrals::fp64,
+    &ActivityIntegrals::fp32,           &ActivityIntegrals::fp16,
+    &ActivityIntegrals::integer,        &ActivityIntegrals::pcie_tx_bytes,
+    &ActivityIntegrals::pcie_rx_bytes,  &ActivityIntegrals::nvlink_tx_bytes,
+    &ActivityIntegrals::nvlink_rx_bytes};
+static_assert(sizeof(kIntegralFields) / sizeof(kIntegralFields[0]) * sizeof(double) ==
+                  sizeof(ActivityIntegrals),
+              "kIntegralFields must list every member of ActivityIntegrals");
+
+}  // namespace
+
+ActivityIntegrals ScaledIntegrals(ActivityIntegrals a, double f) {
+  for (double ActivityIntegrals::*field : kIntegralFields) a.*field *= f;
+  return a;
+}
+
+ActivityIntegrals IntervalRates(const ActivityIntegrals& from, const ActivityIntegrals& to, double seconds) {
+  ActivityIntegrals rates;
+  for (double ActivityIntegrals::*field : kIntegralFields) rates.*field = (to.*field - from.*field) / seconds;
+  return rates;
+}
+
 GpuState InitialState(const Scenario& s, unsigned gpu) {
   const GpuConfig& g = s.gpus[gpu];
   GpuState st;

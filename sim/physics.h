@@ -89,4 +89,16 @@ double MigShare(const GpuConfig& gpu);
 // Memory used by one MIG instance, GiB.
 double MigInstanceMemoryGib(const GpuState& state, const MigInstance& instance);
 
+// The share of a GPU's raw activity seen from the GPU itself (mig < 0: MigShare) or from its MIG instance
+// `mig` (the instance's load). GPM samples and DCGM's profiling fields scale the integrals by it, so a
+// fully busy instance reads 1 and the parent the slice-weighted sum of its instances.
+double ActivityViewScale(const GpuConfig& gpu, int mig);
+
+// Every integral times f.
+ActivityIntegrals ScaledIntegrals(ActivityIntegrals a, double f);
+
+// The average rates over an interval of `seconds` (> 0): (to - from) / seconds for every integral
+// (fractions for activities, bytes per second for traffic).
+ActivityIntegrals IntervalRates(const ActivityIntegrals& from, const ActivityIntegrals& to, double seconds);
+
 }  // namespace gpuscope::sim

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <initializer_list>
 #include <set>
@@ -275,6 +277,8 @@ constexpr FaultType kFaultTypes[] = {
     {"row_remap_failure", FaultKind::kRowRemapFailure},
     {"pcie_degraded", FaultKind::kPcieDegraded},
     {"power_brake", FaultKind::kPowerBrake},
+    {"inforom_corrupt", FaultKind::kInforomCorrupt},
+    {"hostengine_down", FaultKind::kHostEngineDown},
 };
 
 Fault ParseFault(const Scenario& s, const YAML::Node& node, const std::string& where) {
@@ -292,8 +296,14 @@ Fault ParseFault(const Scenario& s, const YAML::Node& node, const std::string& w
     }
   }
   if (!found) Fail(where + ".type", "unknown fault type '" + type + "'");
-  if (!node["gpu"]) Fail(where, "gpu is required");
-  f.gpu = Unsigned(node["gpu"], where + ".gpu", 0, static_cast<double>(s.gpus.size()) - 1);
+  if (f.kind == FaultKind::kHostEngineDown) {
+    // The node's nv-hostengine, not a GPU.
+    if (node["gpu"]) Fail(where + ".gpu", "hostengine_down is node-wide: no gpu");
+    if (!s.dcgm.hostengine) Fail(where, "hostengine_down needs a host engine (dcgm: {hostengine: true})");
+  } else {
+    if (!node["gpu"]) Fail(where, "gpu is required");
+    f.gpu = Unsigned(node["gpu"], where + ".gpu", 0, static_cast<double>(s.gpus.size()) - 1);
+  }
   if (node["at"] && node["from"]) Fail(where, "give either at or from");
   const YAML::Node start = node["at"] ? node["at"] : node["from"];
   if (!start) Fail(where, "at (or from) is required");
@@ -355,10 +365,28 @@ Fault ParseFault(const Scenario& s, const YAML::Node& node, const std::string& w
   return f;
 }
 
+void ParseDcgm(DcgmConfig& dcgm, const YAML::Node& node) {
+  const std::string where = "dcgm";
+  CheckKeys(node, where, {"hostengine", "address"});
+  Opt(node, where, "hostengine",
+      [&](const YAML::Node& n, const std::string& at) { dcgm.hostengine = Bool(n, at); });
+  Opt(node, where, "address", [&](const YAML::Node& n, const std::string& at) {
+    dcgm.address = String(n, at);
+    const std::string_view text = dcgm.address;
+    const bool unix_socket = text.starts_with("/") || text.starts_with("unix:");
+    const std::optional<DcgmEndpoint> endpoint = ParseDcgmAddress(text, unix_socket);
+    if (!endpoint) {
+      Fail(at, "expected host[:port] (port 1-65535) or a unix socket path (/path or unix:/path), got '" +
+                   dcgm.address + "'");
+    }
+    dcgm.endpoint = *endpoint;
+  });
+}
+
 Scenario ParseDocument(const YAML::Node& root) {
   CheckKeys(root, "scenario",
             {"seed", "driver_version", "nvml_version", "speed", "start_offset", "kernel_log", "gpus",
-             "faults", "proc_processes"});
+             "faults", "proc_processes", "dcgm"});
   Scenario s;
   Opt(root, "", "seed", [&](const YAML::Node& n, const std::string&) {
     if (!n.IsScalar()) Fail("seed", "expected an integer");
@@ -395,6 +423,7 @@ Scenario ParseDocument(const YAML::Node& root) {
     Opt(n, where, "proc_root",
         [&](const YAML::Node& v, const std::string& at) { s.proc_processes.proc_root = String(v, at); });
   });
+  Opt(root, "", "dcgm", [&](const YAML::Node& n, const std::string&) { ParseDcgm(s.dcgm, n); });
   if (!root["gpus"]) Fail("scenario", "gpus is required");
   ParseGpus(s, root["gpus"]);
   if (const YAML::Node faults = root["faults"]) {
@@ -408,6 +437,51 @@ Scenario ParseDocument(const YAML::Node& root) {
 }
 
 }  // namespace
+
+std::optional<DcgmEndpoint> ParseDcgmAddress(std::string_view text, bool unix_socket) {
+  DcgmEndpoint endpoint;
+  if (unix_socket) {
+    if (text.starts_with("unix:")) text.remove_prefix(5);
+    if (!text.starts_with("/") || text.size() < 2) return std::nullopt;
+    endpoint.unix_socket = true;
+    endpoint.host.clear();
+    endpoint.path = std::string(text);
+    return endpoint;
+  }
+  std::string_view host = text;
+  std::string_view port;
+  if (text.starts_with("[")) {  // [ipv6] or [ipv6]:port
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (!rest.starts_with(":")) return std::nullopt;
+      port = rest.substr(1);
+      if (port.empty()) return std::nullopt;
+    }
+  } else if (const size_t colon = text.find(':');
+             colon != std::string_view::npos && text.find(':', colon + 1) == std::string_view::npos) {
+    host = text.substr(0, colon);  // one colon: host:port; more: a bare IPv6 address
+    port = text.substr(colon + 1);
+    if (port.empty()) return std::nullopt;
+  }
+  if (host.empty()) return std::nullopt;
+  if (!port.empty()) {
+    if (port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    const unsigned value = static_cast<unsigned>(std::stoul(std::string(port)));
+    if (value < 1 || value > 65535) return std::nullopt;
+    endpoint.port = value;
+  }
+  std::string lower(host);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "127.0.0.1" || lower == "::1") lower = "localhost";
+  endpoint.host = lower;
+  return endpoint;
+}
 
 std::variant<Scenario, ScenarioError> ParseScenario(std::string_view yaml) {
   if (yaml.size() > kMaxScenarioBytes) return ScenarioError{"scenario larger than 1 MiB"};

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -85,11 +86,13 @@ enum class FaultKind {
   kRowRemapFailure,
   kPcieDegraded,
   kPowerBrake,
+  kInforomCorrupt,  // the GPU's InfoROM fails its checksum (DCGM health: INFOROM warning)
+  kHostEngineDown,  // node-wide (no gpu): nv-hostengine stopped; a short window is a restart
 };
 
 struct Fault {
   FaultKind kind = FaultKind::kXid;
-  unsigned gpu = 0;
+  unsigned gpu = 0;              // 0 for the node-wide hostengine_down
   double from = 0;               // `at` or `from`, simulated seconds
   double to = kForever;          // `to`, or from + `duration`
   unsigned xid = 0;              // xid
@@ -107,6 +110,30 @@ struct Fault {
   double pending_s = 60;  // dbe: remap pending for this long
 };
 
+// Where a DCGM host engine listens, as dcgmConnect_v2 names it: a TCP "host[:port]" (port 5555 when left
+// out; localhost, 127.0.0.1 and ::1 are one host) or a unix socket path.
+struct DcgmEndpoint {
+  bool unix_socket = false;
+  std::string host;  // TCP: lower case, "localhost" for the loopback spellings
+  unsigned port = 5555;
+  std::string path;  // unix socket
+  bool operator==(const DcgmEndpoint&) const = default;
+};
+
+// Parses a host engine address: with `unix_socket` (dcgmConnect_v2's addressIsUnixSocket) a socket path,
+// an optional "unix:" prefix removed; otherwise "host", "host:port" or "[ipv6]:port". nullopt when it is
+// malformed (empty, an empty path, a port that is not 1..65535).
+std::optional<DcgmEndpoint> ParseDcgmAddress(std::string_view text, bool unix_socket);
+
+// The optional `dcgm:` section: whether an nv-hostengine runs on the node (the stand-in libdcgm.so.4's
+// dcgmConnect_v2 reaches it) and where it listens.
+struct DcgmConfig {
+  bool hostengine = false;
+  std::string address = "localhost:5555";  // a path starting with "/" or "unix:" is a unix socket
+  // The address, parsed.
+  DcgmEndpoint endpoint{.unix_socket = false, .host = "localhost", .port = 5555, .path = ""};
+};
+
 struct Scenario {
   uint64_t seed = 1;
   std::string driver_version = "550.90.07";
@@ -115,6 +142,7 @@ struct Scenario {
   double start_offset = 0;
   std::string kernel_log;  // file the XID lines are appended to; empty: none
   ProcProcesses proc_processes;
+  DcgmConfig dcgm;
   std::vector<GpuConfig> gpus;
   std::vector<Fault> faults;
 };

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "sim/faults.h"
+
 namespace gpuscope::sim {
 namespace {
 
@@ -27,9 +29,10 @@ std::string ParseError(const std::string& yaml) {
 }
 
 TEST(SimScenario, EveryShippedScenarioParses) {
-  for (const char* name : {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident",
-                           "a100-inference", "h200-training", "h100-faults", "a100-mig", "a100-k8s-inference",
-                           "h100-many-processes", "h100-16gpu-training", "h200-nvl72-training"}) {
+  for (const char* name :
+       {"h100-training", "h100-allocated-idle", "h100-nvlink-crc-incident", "a100-inference", "h200-training",
+        "h100-faults", "a100-mig", "a100-k8s-inference", "h100-many-processes", "h100-16gpu-training",
+        "h200-nvl72-training", "a100-dcgm"}) {
     std::ifstream in(std::string(GPUSCOPE_SIM_SCENARIO_DIR) + "/" + name + ".yaml");
     ASSERT_TRUE(in) << name;
     std::stringstream text;
@@ -148,6 +151,104 @@ TEST(SimScenario, ProcessMemorySharesNeedOneWeightPerProcess) {
                        "process_memory_shares: 1}}]\n")
                 .find("one per process"),
             std::string::npos);
+}
+
+TEST(SimScenario, DcgmSectionDefaultsToNoHostEngineOnTheDefaultPort) {
+  const Scenario s = ParseOk("gpus: [{model: a100}]\n");
+  EXPECT_FALSE(s.dcgm.hostengine);
+  EXPECT_EQ(s.dcgm.address, "localhost:5555");
+  EXPECT_FALSE(s.dcgm.endpoint.unix_socket);
+  EXPECT_EQ(s.dcgm.endpoint.host, "localhost");
+  EXPECT_EQ(s.dcgm.endpoint.port, 5555u);
+}
+
+TEST(SimScenario, DcgmAddressIsTcpOrAUnixSocket) {
+  Scenario s = ParseOk("dcgm: {hostengine: true, address: 10.0.0.7}\ngpus: [{model: a100}]\n");
+  EXPECT_TRUE(s.dcgm.hostengine);
+  EXPECT_EQ(s.dcgm.endpoint.host, "10.0.0.7");
+  EXPECT_EQ(s.dcgm.endpoint.port, 5555u);  // the host alone: DCGM's port
+  s = ParseOk("dcgm: {hostengine: true, address: \"127.0.0.1:6000\"}\ngpus: [{model: a100}]\n");
+  EXPECT_EQ(s.dcgm.endpoint,
+            (DcgmEndpoint{.unix_socket = false, .host = "localhost", .port = 6000, .path = ""}));
+  s = ParseOk("dcgm: {hostengine: true, address: /run/dcgm.sock}\ngpus: [{model: a100}]\n");
+  EXPECT_TRUE(s.dcgm.endpoint.unix_socket);
+  EXPECT_EQ(s.dcgm.endpoint.path, "/run/dcgm.sock");
+  s = ParseOk("dcgm: {hostengine: true, address: \"unix:/run/dcgm.sock\"}\ngpus: [{model: a100}]\n");
+  EXPECT_EQ(s.dcgm.endpoint.path, "/run/dcgm.sock");
+}
+
+TEST(SimScenario, DcgmAddressParsingTreatsLoopbackSpellingsAsOneHost) {
+  EXPECT_EQ(ParseDcgmAddress("LocalHost", false), ParseDcgmAddress("127.0.0.1:5555", false));
+  EXPECT_EQ(ParseDcgmAddress("[::1]:5555", false), ParseDcgmAddress("localhost", false));
+  EXPECT_EQ(ParseDcgmAddress("::1", false)->host, "localhost");  // a bare IPv6 address has no port
+  EXPECT_NE(ParseDcgmAddress("localhost:5556", false), ParseDcgmAddress("localhost", false));
+  EXPECT_EQ(ParseDcgmAddress("/run/x.sock", true)->path, "/run/x.sock");
+  for (const char* bad : {"", ":5555", "host:", "host:0", "host:65536", "host:12a", "[::1", "[::1]x"}) {
+    EXPECT_FALSE(ParseDcgmAddress(bad, false)) << bad;
+  }
+  EXPECT_FALSE(ParseDcgmAddress("relative.sock", true));
+  EXPECT_FALSE(ParseDcgmAddress("unix:", true));
+}
+
+TEST(SimScenario, DcgmErrorsNameTheOffendingKey) {
+  EXPECT_NE(ParseError("dcgm: {hostengine: true, port: 5555}\ngpus: [{model: a100}]")
+                .find("dcgm: unknown key 'port'"),
+            std::string::npos);
+  EXPECT_NE(ParseError("dcgm: {hostengine: maybe}\ngpus: [{model: a100}]").find("dcgm.hostengine"),
+            std::string::npos);
+  EXPECT_NE(ParseError("dcgm: {address: \"localhost:99999\"}\ngpus: [{model: a100}]").find("dcgm.address"),
+            std::string::npos);
+  EXPECT_NE(ParseError("dcgm: {address: \"unix:\"}\ngpus: [{model: a100}]").find("dcgm.address"),
+            std::string::npos);
+  EXPECT_NE(ParseError("dcgm: [hostengine]\ngpus: [{model: a100}]").find("dcgm: expected a mapping"),
+            std::string::npos);
+}
+
+TEST(SimScenario, HostEngineDownIsNodeWideAndNeedsAHostEngine) {
+  const Scenario s = ParseOk(R"(
+dcgm: {hostengine: true}
+gpus: {count: 2, model: a100}
+faults:
+  - {type: hostengine_down, at: 90, duration: 10}
+  - {type: inforom_corrupt, gpu: 1, from: 5}
+)");
+  ASSERT_EQ(s.faults.size(), 2u);
+  EXPECT_EQ(s.faults[0].kind, FaultKind::kHostEngineDown);
+  EXPECT_EQ(s.faults[0].from, 90);
+  EXPECT_EQ(s.faults[0].to, 100);
+  EXPECT_EQ(s.faults[1].kind, FaultKind::kInforomCorrupt);
+  EXPECT_EQ(s.faults[1].gpu, 1u);
+  EXPECT_NE(ParseError("dcgm: {hostengine: true}\ngpus: [{model: a100}]\n"
+                       "faults: [{type: hostengine_down, gpu: 0, at: 1}]")
+                .find("faults[0].gpu: hostengine_down is node-wide"),
+            std::string::npos);
+  EXPECT_NE(ParseError("gpus: [{model: a100}]\nfaults: [{type: hostengine_down, at: 1}]")
+                .find("needs a host engine"),
+            std::string::npos);
+  EXPECT_NE(
+      ParseError("gpus: [{model: a100}]\nfaults: [{type: inforom_corrupt, at: 1}]").find("gpu is required"),
+      std::string::npos);
+}
+
+TEST(SimScenario, HostEngineWindowsCountStopsAndInforomCorruptIsAnEffect) {
+  const Scenario s = ParseOk(R"(
+dcgm: {hostengine: true}
+gpus: {count: 2, model: a100}
+faults:
+  - {type: hostengine_down, from: 90, to: 100}
+  - {type: hostengine_down, at: 200, duration: 1}
+  - {type: inforom_corrupt, gpu: 1, from: 5, to: 50}
+)");
+  EXPECT_FALSE(HostEngineDownAt(s, 89.9));
+  EXPECT_TRUE(HostEngineDownAt(s, 90));
+  EXPECT_FALSE(HostEngineDownAt(s, 100));
+  EXPECT_EQ(HostEngineStopsBy(s, 89), 0u);
+  EXPECT_EQ(HostEngineStopsBy(s, 150), 1u);
+  EXPECT_EQ(HostEngineStopsBy(s, 201), 2u);
+  EXPECT_FALSE(EffectsAt(s, 0, 10).inforom_corrupt);
+  EXPECT_TRUE(EffectsAt(s, 1, 10).inforom_corrupt);
+  EXPECT_FALSE(EffectsAt(s, 1, 50).inforom_corrupt);
+  EXPECT_EQ(CountersAt(s, 0, 300).dbe_volatile, 0u);  // the node-wide fault is no GPU's
 }
 
 }  // namespace
