@@ -7,6 +7,7 @@
 
 #include "src/agent/event_registry.h"
 #include "src/agent/events.h"
+#include "src/agent/profiling_api.h"
 #include "src/agent/registry.h"
 #include "src/attribution/kubernetes/kubelet_pod_source.h"
 #include "src/attribution/kubernetes/pod_metadata_collector.h"
@@ -61,6 +62,23 @@ HttpHandler FalcoPostHandler(PostedEvents* queue, std::string procfs) {
   };
 }
 
+// A profiling pause's change as a profiling_paused or profiling_resumed event.
+PostedEvent ProfilingPauseEvent(const ProfilingPauseChange& change) {
+  PostedEvent posted;
+  char until[32];
+  std::snprintf(until, sizeof(until), "%.0f", change.until_unix);
+  posted.event.event_class = change.paused ? "profiling_paused" : "profiling_resumed";
+  posted.event.severity = EventSeverity::kInfo;
+  posted.event.summary = change.paused    ? "GPU profiling paused for a user's profiler: " + change.reason
+                         : change.expired ? std::string("GPU profiling resumed: the pause expired")
+                                          : std::string("GPU profiling resumed");
+  posted.event.fields = {{"until_unix", until}, {"reason", change.reason}};
+  if (!change.paused) posted.event.fields.emplace_back("expired", change.expired ? "true" : "false");
+  posted.line = posted.event.summary;
+  posted.origin = "profiling";
+  return posted;
+}
+
 // The Kubernetes node this agent runs on: --kubernetes.node-name, else $NODE_NAME (the DaemonSet sets it
 // from the downward API), else the host name.
 std::string KubernetesNodeName(const AgentConfig& config) {
@@ -90,6 +108,8 @@ struct AgentNode::Parts {
   // The ebpf collector posts unexpected connections, foreign file opens and CUDA allocation failures here,
   // the event path's "ebpf" source reads them.
   PostedEvents ebpf_events;
+  // The gpu collector's DCGM health incidents and the profiling pause's changes; the "gpu" source reads them.
+  PostedEvents gpu_events;
   // Falco's http_output events (POST /api/v1/falco with --events.falco-http), the "falco" source reads them.
   PostedEvents falco_events;
   // The JobTable's and PodTable's long-running sources; any may be absent.
@@ -186,6 +206,7 @@ void AgentNode::Parts::AddCollectors() {
   }
   CollectorContext context{&node, events ? events->spans() : nullptr, &training_events, seams.nvml};
   context.ebpf_events = &ebpf_events;
+  context.gpu_events = &gpu_events;
   for (const CollectorEntry& entry : BuiltinCollectors().entries()) {
     const CollectorConfig& settings = config.collectors.at(entry.name);
     if (!settings.enabled) continue;
@@ -201,6 +222,9 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
                                              Status* status) {
   auto parts = std::make_unique<Parts>(config, std::move(seams));
   parts->StartAttribution();
+  PostedEvents* gpu_events = &parts->gpu_events;
+  parts->node.profiling_pause().SetObserver(
+      [gpu_events](const ProfilingPauseChange& change) { gpu_events->Post(ProfilingPauseEvent(change)); });
   if (!config.once) {
     // Events: kernel log, job logs and the journal -> classifiers -> counters, XID ledger, push sinks.
     // Stays null when no event source or sink is configured.
@@ -209,6 +233,7 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
     detectors.training_events = &parts->training_events;
     detectors.ebpf_events = &parts->ebpf_events;
     detectors.falco_events = &parts->falco_events;
+    detectors.gpu_events = &parts->gpu_events;
     Status created = EventPath::Create(config, host, &parts->node.xids(), &parts->node.jobs(),
                                        &parts->node.gpus(), &parts->store, &detectors, &parts->events);
     if (!created.ok()) {
@@ -243,6 +268,7 @@ std::unique_ptr<AgentNode> AgentNode::Create(const AgentConfig& config, AgentNod
       parts->endpoint->HandlePost(kFalcoPostPath, kMaxFalcoPostBytes,
                                   FalcoPostHandler(&parts->falco_events, config.procfs));
     }
+    RegisterProfilingApi(parts->endpoint.get(), &parts->node.profiling_pause(), config.profiling_token_file);
     for (const std::string& warning : parts->endpoint->warnings()) {
       Log(LogLevel::kWarn, "web config", {{"warning", warning}});
     }

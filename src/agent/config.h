@@ -64,6 +64,16 @@ struct AgentConfig {
   std::string dcgm_compat = "3";  // "3": dcgm-exporter 3.x names and units; "4.9": 4.9's
   std::string hostname;           // empty: gethostname()
 
+  // dcgm (optional backend of the gpu collector; docs/design/dcgm.md)
+  std::string dcgm = "auto";                    // auto (when libdcgm loads), on, off
+  std::string dcgm_library;                     // empty: libdcgm.so.4, then libdcgm.so.3
+  std::string dcgm_mode = "auto";               // auto, embedded, hostengine
+  std::string dcgm_address = "localhost:5555";  // nv-hostengine: host[:port], unix:/path or /path
+  bool dcgm_prefer_profiling = false;           // DCGM's profiling fields where GPM has them too (Hopper+)
+  std::string dcgm_health = "pcie,memory,inforom,thermal,power,nvlink";  // health watches; empty: none
+  // The bearer token the profiling pause API requires when the web config has no basic auth.
+  std::string profiling_token_file = "/etc/gpuscope/profiling.token";
+
   // attribution (tie GPU series to jobs)
   std::string hpc_job_mapping_dir;      // dcgm-exporter's --hpc-job-mapping-dir; empty: no mapping files
   std::string mapping_format = "auto";  // auto, dcgm, jobstats, amd (gpuscope's records are always read)

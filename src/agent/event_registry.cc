@@ -66,33 +66,22 @@ EventSourceEntry JournalSourceEntry() {
           [] { return std::vector<MetricDescription>{}; }};
 }
 
-EventSourceEntry TrainingSourceEntry() {
-  return {"training", "the training collector's hung ranks (training_hang), once per hang episode",
-          [](const AgentConfig& config) {
-            auto it = config.collectors.find("training");
-            return it != config.collectors.end() && it->second.enabled;
-          },
-          [](const AgentConfig&, const EventSourceContext& context) -> std::unique_ptr<EventSource> {
-            static PostedEvents none(0);  // no collector posts: a source that stays empty
-            return std::make_unique<PostedEventSource>(
-                "training", context.training_events != nullptr ? context.training_events : &none);
-          },
-          &PostedEventSource::Describe};
-}
-
-EventSourceEntry EbpfSourceEntry() {
-  return {"ebpf",
-          "the ebpf collector's unexpected connections, foreign file opens and CUDA allocation failures",
-          [](const AgentConfig& config) {
-            auto it = config.collectors.find("ebpf");
-            return it != config.collectors.end() && it->second.enabled;
-          },
-          [](const AgentConfig&, const EventSourceContext& context) -> std::unique_ptr<EventSource> {
-            static PostedEvents none(0);  // no collector posts: a source that stays empty
-            return std::make_unique<PostedEventSource>(
-                "ebpf", context.ebpf_events != nullptr ? context.ebpf_events : &none);
-          },
-          &PostedEventSource::Describe};
+// A source of the events a collector posts (PostedEvents): on with that collector, empty when nothing
+// posts to it.
+EventSourceEntry PostedSourceEntry(std::string name, std::string help, std::string collector,
+                                   PostedEvents* EventSourceContext::*queue) {
+  return {
+      name, std::move(help),
+      [collector](const AgentConfig& config) {
+        auto it = config.collectors.find(collector);
+        return it != config.collectors.end() && it->second.enabled;
+      },
+      [name, queue](const AgentConfig&, const EventSourceContext& context) -> std::unique_ptr<EventSource> {
+        static PostedEvents none(0);  // no collector posts: a source that stays empty
+        PostedEvents* events = context.*queue;
+        return std::make_unique<PostedEventSource>(name, events != nullptr ? events : &none);
+      },
+      &PostedEventSource::Describe};
 }
 
 // Falco's or Tetragon's JSON events: the tool's files and, for Falco, what its http_output POSTed.
@@ -307,8 +296,23 @@ const EventSourceRegistry& BuiltinEventSources() {
     MustRegister(r, KmsgSourceEntry());
     MustRegister(r, FileSourceEntry());
     MustRegister(r, JournalSourceEntry());
-    MustRegister(r, TrainingSourceEntry());
-    MustRegister(r, EbpfSourceEntry());
+    MustRegister(
+        r, PostedSourceEntry("training",
+                             "the training collector's hung ranks (training_hang), once per hang episode",
+                             "training", &EventSourceContext::training_events));
+    MustRegister(r,
+                 PostedSourceEntry("ebpf",
+                                   "the ebpf collector's unexpected connections, foreign file opens and CUDA "
+                                   "allocation failures",
+                                   "ebpf", &EventSourceContext::ebpf_events));
+    EventSourceEntry gpu =
+        PostedSourceEntry("gpu",
+                          "the gpu collector's DCGM health incidents (dcgm_health) and the "
+                          "profiling pauses (profiling_paused, profiling_resumed); on with "
+                          "any other event source",
+                          "gpu", &EventSourceContext::gpu_events);
+    gpu.joins_only = true;
+    MustRegister(r, std::move(gpu));
     MustRegister(r, SecuritySourceEntry(SecurityTool::kFalco));
     MustRegister(r, SecuritySourceEntry(SecurityTool::kTetragon));
     return r;

@@ -37,6 +37,8 @@ struct EventSourceContext {
   // The ebpf collector's unexpected connections, foreign file opens and CUDA allocation failures (the
   // "ebpf" source); null: that source reads nothing.
   PostedEvents* ebpf_events = nullptr;
+  // The gpu collector's DCGM health incidents and the profiling pause's changes (the "gpu" source).
+  PostedEvents* gpu_events = nullptr;
 };
 
 struct EventSourceEntry {
@@ -49,6 +51,9 @@ struct EventSourceEntry {
   // The families the source appends itself (EventSource::AppendMetrics); the pipeline's per-source ones
   // (lines, truncated, errors) are described by the pipeline.
   std::function<std::vector<MetricDescription>()> describe;
+  // A source that never makes the event path exist by itself: enabled, it joins only when another source
+  // is on (the gpu collector's, on by default, must not start an event path on every node).
+  bool joins_only = false;
 };
 
 // What the agent shares with the push sinks it creates.

@@ -49,13 +49,16 @@ Status EventPath::Create(const AgentConfig& config, std::string host, XidLedger*
   path->reset();
   std::vector<const EventSourceEntry*> sources;
   for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
-    if (entry.enabled(config)) sources.push_back(&entry);
+    if (!entry.joins_only && entry.enabled(config)) sources.push_back(&entry);
   }
   std::vector<const PushSinkEntry*> sinks;
   for (const PushSinkEntry& entry : BuiltinPushSinks().entries()) {
     if (entry.enabled(config)) sinks.push_back(&entry);
   }
   if (sources.empty() && sinks.empty()) return Status::Ok();
+  for (const EventSourceEntry& entry : BuiltinEventSources().entries()) {
+    if (!sources.empty() && entry.joins_only && entry.enabled(config)) sources.push_back(&entry);
+  }
   std::unique_ptr<EventPath> out(new EventPath());
 
   const bool event_sinks =

@@ -20,6 +20,8 @@ constexpr std::string_view kRemoteWriteProtocols[] = {"1.0", "2.0", "auto"};
 constexpr std::string_view kLogLevels[] = {"debug", "info", "warn", "error"};
 constexpr std::string_view kLogFormats[] = {"auto", "logfmt", "json", "journal"};
 constexpr std::string_view kTrainingTraces[] = {"slow", "all", "off"};
+constexpr std::string_view kDcgm[] = {"auto", "on", "off"};
+constexpr std::string_view kDcgmModes[] = {"auto", "embedded", "hostengine"};
 
 constexpr std::string_view HostPort(std::string_view value) {
   return value.find(':') == std::string_view::npos ? "must be host:port or :port" : "";
@@ -50,6 +52,16 @@ std::string_view EbpfProgramList(std::string_view value) {
   for (const std::string_view word : text::Split(value, ',')) {
     if (word != "cuda" && word != "connect" && word != "files")
       return "must be cuda, connect, files separated by commas";
+  }
+  return "";
+}
+
+// --dcgm.health: DCGM health watch systems, comma-separated; empty: none.
+std::string_view DcgmHealthList(std::string_view value) {
+  for (const std::string_view word : text::Split(value, ',')) {
+    if (word != "pcie" && word != "memory" && word != "inforom" && word != "thermal" && word != "power" &&
+        word != "nvlink")
+      return "must be pcie, memory, inforom, thermal, power, nvlink separated by commas";
   }
   return "";
 }
@@ -169,6 +181,48 @@ constexpr OptionSpec kOptions[] = {
      .help = "3: dcgm-exporter 3.x names and units (Hostname label, violation counters in us, frame buffer "
              "help in MB); 4.9: dcgm-exporter 4.9's (hostname label, ns, MiB).",
      .choices = kDcgmCompat},
+    {.yaml = "dcgm.enabled",
+     .flag = "dcgm",
+     .field = &AgentConfig::dcgm,
+     .help =
+         "DCGM as a second source of the gpu collector (docs/design/dcgm.md): the DCGM_FI_PROF_* fields "
+         "on GPUs without GPM (Ampere and older, MIG instances too) and DCGM's health watches. auto: when "
+         "libdcgm loads; on: also report gpuscope_dcgm_up 0 when it does not; off: NVML only.",
+     .choices = kDcgm},
+    {.yaml = "dcgm.library",
+     .flag = "dcgm.library",
+     .field = &AgentConfig::dcgm_library,
+     .help = "DCGM library to load: the stand-in's path in tests and demos.",
+     .default_text = "libdcgm.so.4, then libdcgm.so.3"},
+    {.yaml = "dcgm.mode",
+     .flag = "dcgm.mode",
+     .field = &AgentConfig::dcgm_mode,
+     .help =
+         "hostengine: connect to nv-hostengine at --dcgm.address (sharing DCGM with dcgm-exporter and "
+         "other clients); embedded: start DCGM inside the agent; auto: the host engine when one answers at "
+         "the first connection, else embedded.",
+     .choices = kDcgmModes},
+    {.yaml = "dcgm.address",
+     .flag = "dcgm.address",
+     .field = &AgentConfig::dcgm_address,
+     .help = "nv-hostengine's address: host[:port] (port 5555 by default), or its unix socket as unix:/path "
+             "or /path."},
+    {.yaml = "dcgm.prefer_profiling",
+     .flag = "dcgm.prefer-profiling",
+     .field = &AgentConfig::dcgm_prefer_profiling,
+     .help = "Take the DCGM_FI_PROF_* fields from DCGM on Hopper and newer too, instead of NVML's GPM."},
+    {.yaml = "dcgm.health",
+     .flag = "dcgm.health",
+     .field = &AgentConfig::dcgm_health,
+     .help = "DCGM health watch systems, comma-separated (pcie, memory, inforom, thermal, power, nvlink); "
+             "empty: none.",
+     .check = DcgmHealthList},
+    {.yaml = "profiling.token_file",
+     .flag = "profiling.token-file",
+     .field = &AgentConfig::profiling_token_file,
+     .help = "File holding the bearer token that POST /api/v1/profiling/pause and /resume require when "
+             "--web.config.file has no basic auth (gpuscope profile-pause sends it); without either, they "
+             "answer 403."},
     {.yaml = "gpu.hostname",
      .flag = "gpu.hostname",
      .field = &AgentConfig::hostname,

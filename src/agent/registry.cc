@@ -17,6 +17,7 @@
 #include "src/node/node_state.h"
 #include "src/parsers/allow_list.h"
 #include "src/parsers/text.h"
+#include "src/platform/dcgm/dcgm_library.h"
 
 namespace gpuscope {
 
@@ -27,6 +28,24 @@ void CollectorRegistry::FillDefaults(AgentConfig* config) const {
 }
 
 namespace {
+
+// A DCGM health incident as a dcgm_health event: warning for WARN, critical for FAIL.
+PostedEvent DcgmHealthEvent(const DcgmIncident& incident) {
+  PostedEvent posted;
+  const std::string system(DcgmHealthSystemName(incident.system));
+  posted.event.event_class = "dcgm_health";
+  posted.event.severity = incident.failure ? EventSeverity::kCritical : EventSeverity::kWarning;
+  posted.event.summary = "DCGM health " + std::string(incident.failure ? "failure" : "warning") + " (" +
+                         system + ") on GPU " + incident.uuid + ": " + incident.message;
+  posted.event.fields = {{"uuid", incident.uuid},
+                         {"system", system},
+                         {"result", incident.failure ? "fail" : "warn"},
+                         {"code", std::to_string(incident.code)},
+                         {"message", incident.message}};
+  posted.line = posted.event.summary;
+  posted.origin = "dcgm";
+  return posted;
+}
 
 CollectorRegistry MakeBuiltins() {
   CollectorRegistry registry;
@@ -40,6 +59,31 @@ CollectorRegistry MakeBuiltins() {
          options.node_state = context.node;
          if (!config.hostname.empty()) options.hostname = config.hostname;
          options.dcgm_compat = config.dcgm_compat == "4.9" ? DcgmCompat::kDcgm49 : DcgmCompat::kDcgm3;
+         // DCGM, optional (docs/design/dcgm.md); seams that bind NVML per simulated node leave it off.
+         options.dcgm = config.dcgm == "off" || context.nvml != nullptr ? GpuCollectorOptions::Dcgm::kOff
+                        : config.dcgm == "on"                           ? GpuCollectorOptions::Dcgm::kOn
+                                                                        : GpuCollectorOptions::Dcgm::kAuto;
+         options.dcgm_options.libraries = config.dcgm_library.empty() ? DcgmLibrary::DefaultCandidates()
+                                                                      : std::vector{config.dcgm_library};
+         options.dcgm_options.mode = config.dcgm_mode == "embedded"     ? DcgmMode::kEmbedded
+                                     : config.dcgm_mode == "hostengine" ? DcgmMode::kHostengine
+                                                                        : DcgmMode::kAuto;
+         options.dcgm_options.address = config.dcgm_address;
+         if (auto gpu = config.collectors.find("gpu"); gpu != config.collectors.end()) {
+           options.dcgm_options.interval = gpu->second.interval;
+         }
+         for (const std::string_view word : text::Split(config.dcgm_health, ',')) {  // validated
+           for (size_t k = 0; k < kDcgmHealthSystemCount; ++k) {
+             if (word == DcgmHealthSystemName(static_cast<DcgmHealthSystem>(k)))
+               options.dcgm_options.health[k] = true;
+           }
+         }
+         options.prefer_dcgm_profiling = config.dcgm_prefer_profiling;
+         if (PostedEvents* events = context.gpu_events) {
+           options.on_dcgm_incident = [events](const DcgmIncident& incident) {
+             events->Post(DcgmHealthEvent(incident));
+           };
+         }
          // Every GPU series is tied to its job by the attribution layer wrapped around the collector.
          std::unique_ptr<ProcResolver> resolver;
          if (config.attribution_proc) resolver = std::make_unique<ProcResolver>(config.procfs);

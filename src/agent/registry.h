@@ -38,6 +38,8 @@ struct CollectorContext {
   std::shared_ptr<NvmlLibrary> nvml;
   // Where the ebpf collector's events go (the event path's "ebpf" source reads them); may be null.
   PostedEvents* ebpf_events = nullptr;
+  // Where the gpu collector's DCGM health incidents go (the event path's "gpu" source); may be null.
+  PostedEvents* gpu_events = nullptr;
 };
 
 struct CollectorEntry {

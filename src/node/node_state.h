@@ -4,7 +4,8 @@
 //   - JobTable: which job holds which GPU (mapping files, /proc, Slurm);
 //   - PodTable: which Kubernetes pod holds which device (the kubelet, the API server);
 //   - GpuProcessTable: the processes on each GPU with their jobs (written by attribution);
-//   - XidLedger: the XIDs NVML and the kernel log reported, each counted once.
+//   - XidLedger: the XIDs NVML and the kernel log reported, each counted once;
+//   - ProfilingPause: whether the GPUs' performance counters are left to a user's profiler now.
 // Each publishes immutable views (shared_ptr<const ...>) that readers keep as long as they need; no
 // reader ever waits for a writer's work. docs/design/node-state.md draws who writes and who reads.
 //
@@ -26,6 +27,7 @@
 #include "src/node/gpu_process_table.h"
 #include "src/node/job_table.h"
 #include "src/node/pod_table.h"
+#include "src/node/profiling_pause.h"
 #include "src/node/xid_ledger.h"
 
 namespace gpuscope {
@@ -50,6 +52,8 @@ class NodeState {
   const GpuProcessTable& gpu_processes() const { return gpu_processes_; }
   XidLedger& xids() { return xids_; }
   const XidLedger& xids() const { return xids_; }
+  ProfilingPause& profiling_pause() { return profiling_pause_; }
+  const ProfilingPause& profiling_pause() const { return profiling_pause_; }
 
   // The GPU collector's cycle: records the inventory's NVML XID observations in the ledger, publishes
   // the inventory (GpuDirectory) and rewrites the device map when it changed.
@@ -61,6 +65,7 @@ class NodeState {
   GpuDirectory gpus_;
   GpuProcessTable gpu_processes_;
   XidLedger xids_;
+  ProfilingPause profiling_pause_;
   DeviceMapWriter device_map_;  // used by PublishGpuInventory's caller thread only
   uint64_t next_cycle_ = 1;     // likewise
 };

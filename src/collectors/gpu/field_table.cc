@@ -83,27 +83,30 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         "Number of remapped rows for correctable errors", "nvmlDeviceGetRemappedRows");
   b.Add(F::kRowRemapFailure, "DCGM_FI_DEV_ROW_REMAP_FAILURE", G, "Whether remapping of rows has failed",
         "nvmlDeviceGetRemappedRows");
-  b.Add(F::kProfGrEngineActive, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", G,
-        "Ratio of time the graphics engine is active.",
-        "GPM NVML_GPM_METRIC_GRAPHICS_UTIL / 100 (Hopper and newer); per MIG instance too");
+  b.Add(
+      F::kProfGrEngineActive, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", G,
+      "Ratio of time the graphics engine is active.",
+      "GPM NVML_GPM_METRIC_GRAPHICS_UTIL / 100 (Hopper and newer), else DCGM (--dcgm); per MIG instance too");
   b.Mig(F::kProfGrEngineActive);
   b.Add(F::kProfPipeTensorActive, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", G,
         "Ratio of cycles the tensor (HMMA) pipe is active.",
-        "GPM NVML_GPM_METRIC_ANY_TENSOR_UTIL / 100 (Hopper and newer); per MIG instance too");
+        "GPM NVML_GPM_METRIC_ANY_TENSOR_UTIL / 100 (Hopper and newer), else DCGM (--dcgm); per MIG instance "
+        "too");
   b.Mig(F::kProfPipeTensorActive);
-  b.Add(F::kProfDramActive, "DCGM_FI_PROF_DRAM_ACTIVE", G,
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-        "GPM NVML_GPM_METRIC_DRAM_BW_UTIL / 100 (Hopper and newer); per MIG instance too");
+  b.Add(
+      F::kProfDramActive, "DCGM_FI_PROF_DRAM_ACTIVE", G,
+      "Ratio of cycles the device memory interface is active sending or receiving data.",
+      "GPM NVML_GPM_METRIC_DRAM_BW_UTIL / 100 (Hopper and newer), else DCGM (--dcgm); per MIG instance too");
   b.Mig(F::kProfDramActive);
   b.Add(F::kProfPcieTxBytes, "DCGM_FI_PROF_PCIE_TX_BYTES", G,
         "The rate of data transmitted over the PCIe bus - including both protocol headers and data "
         "payloads - in bytes per second.",
-        "GPM NVML_GPM_METRIC_PCIE_TX_PER_SEC (MiB/s * 1048576) on Hopper and newer; elsewhere "
+        "GPM NVML_GPM_METRIC_PCIE_TX_PER_SEC (MiB/s * 1048576) on Hopper and newer; else DCGM (--dcgm); else "
         "nvmlDeviceGetPcieThroughput(NVML_PCIE_UTIL_TX_BYTES) (KB/s * 1024, a 20 ms sample)");
   b.Add(F::kProfPcieRxBytes, "DCGM_FI_PROF_PCIE_RX_BYTES", G,
         "The rate of data received over the PCIe bus - including both protocol headers and data "
         "payloads - in bytes per second.",
-        "GPM NVML_GPM_METRIC_PCIE_RX_PER_SEC (MiB/s * 1048576) on Hopper and newer; elsewhere "
+        "GPM NVML_GPM_METRIC_PCIE_RX_PER_SEC (MiB/s * 1048576) on Hopper and newer; else DCGM (--dcgm); else "
         "nvmlDeviceGetPcieThroughput(NVML_PCIE_UTIL_RX_BYTES) (KB/s * 1024, a 20 ms sample)");
 
   // DCGM fields that dcgm-exporter ships commented out; help as in its CSV.
@@ -142,26 +145,31 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         "Total number of NVLink recovery errors.",
         "nvmlDeviceGetNvLinkErrorCounter(NVML_NVLINK_ERROR_DL_RECOVERY), summed over links");
   b.Add(F::kProfSmActive, "DCGM_FI_PROF_SM_ACTIVE", G,
-        "The ratio of cycles an SM has at least 1 warp assigned.", "GPM NVML_GPM_METRIC_SM_UTIL / 100");
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+        "GPM NVML_GPM_METRIC_SM_UTIL / 100, else DCGM (--dcgm)");
   b.Mig(F::kProfSmActive);
   b.Add(F::kProfSmOccupancy, "DCGM_FI_PROF_SM_OCCUPANCY", G,
-        "The ratio of number of warps resident on an SM.", "GPM NVML_GPM_METRIC_SM_OCCUPANCY / 100");
+        "The ratio of number of warps resident on an SM.",
+        "GPM NVML_GPM_METRIC_SM_OCCUPANCY / 100, else DCGM (--dcgm)");
   b.Mig(F::kProfSmOccupancy);
   b.Add(F::kProfPipeFp64Active, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", G,
-        "Ratio of cycles the fp64 pipes are active.", "GPM NVML_GPM_METRIC_FP64_UTIL / 100");
+        "Ratio of cycles the fp64 pipes are active.",
+        "GPM NVML_GPM_METRIC_FP64_UTIL / 100, else DCGM (--dcgm)");
   b.Mig(F::kProfPipeFp64Active);
   b.Add(F::kProfPipeFp32Active, "DCGM_FI_PROF_PIPE_FP32_ACTIVE", G,
-        "Ratio of cycles the fp32 pipes are active.", "GPM NVML_GPM_METRIC_FP32_UTIL / 100");
+        "Ratio of cycles the fp32 pipes are active.",
+        "GPM NVML_GPM_METRIC_FP32_UTIL / 100, else DCGM (--dcgm)");
   b.Mig(F::kProfPipeFp32Active);
   b.Add(F::kProfPipeFp16Active, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", G,
-        "Ratio of cycles the fp16 pipes are active.", "GPM NVML_GPM_METRIC_FP16_UTIL / 100");
+        "Ratio of cycles the fp16 pipes are active.",
+        "GPM NVML_GPM_METRIC_FP16_UTIL / 100, else DCGM (--dcgm)");
   b.Mig(F::kProfPipeFp16Active);
   b.Add(F::kProfNvlinkTxBytes, "DCGM_FI_PROF_NVLINK_TX_BYTES", G,
         "The rate of data transmitted over NVLink, not including protocol headers, in bytes per second.",
-        "GPM NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC (MiB/s * 1048576)");
+        "GPM NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC (MiB/s * 1048576), else DCGM (--dcgm)");
   b.Add(F::kProfNvlinkRxBytes, "DCGM_FI_PROF_NVLINK_RX_BYTES", G,
         "The rate of data received over NVLink, not including protocol headers, in bytes per second.",
-        "GPM NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC (MiB/s * 1048576)");
+        "GPM NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC (MiB/s * 1048576), else DCGM (--dcgm)");
   b.Add(F::kClocksEventReasons, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", G,
         "Current clock event (throttle) reasons as NVML's bitmask; see gpuscope_gpu_clock_event_active for "
         "one series per reason.",
@@ -242,6 +250,36 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         "When the XID was last reported (Unix time).",
         "nvmlEventSetWait_v2 (nvmlEventTypeXidCriticalError) and NVRM Xid lines of the event sources",
         {"xid", "action"}, "seconds");
+  b.Add(
+      F::kGpuProfilingInfo, "gpuscope_gpu_profiling_info", G,
+      "Where this GPU's DCGM_FI_PROF_* fields come from now: source gpm (NVML GPM, Hopper and newer) or "
+      "dcgm (DCGM's profiling module, --dcgm); absent while profiling is paused or has no source; always 1.",
+      "GPM support (nvmlGpmQueryDeviceSupport), the DCGM backend's connection and --dcgm.prefer-profiling",
+      {"source"});
+  b.Add(F::kDcgmHealth, "gpuscope_dcgm_health", G,
+        "DCGM's health watch result per system (pcie, memory, inforom, thermal, power, nvlink): 0 pass, "
+        "1 warn, 2 fail.",
+        "dcgmHealthCheck every 10 s on the systems of --dcgm.health", {"system"});
+  b.Add(F::kDcgmHealthIncidentsTotal, "gpuscope_dcgm_health_incidents_total", C,
+        "Health incidents DCGM reported, counted when first seen, by system and result (warn, fail); each "
+        "is also a dcgm_health event.",
+        "dcgmHealthCheck", {"system", "result"});
+  b.Add(F::kDcgmUp, "gpuscope_dcgm_up", G,
+        "Node-wide (Hostname only): 1 while the agent holds a working DCGM connection, by mode (embedded, "
+        "hostengine); 0 while it reconnects; absent when DCGM is off or not installed.",
+        "dcgmConnect_v2 or dcgmStartEmbedded", {"mode"});
+  b.Add(F::kDcgmConnectsTotal, "gpuscope_dcgm_connects_total", C,
+        "Node-wide: connections to DCGM made; more than one means nv-hostengine restarted or went away.",
+        "dcgmConnect_v2 or dcgmStartEmbedded");
+  b.Add(F::kProfilingPaused, "gpuscope_profiling_paused", G,
+        "Node-wide: 1 while profiling is paused for a user's profiler (POST /api/v1/profiling/pause, "
+        "gpuscope profile-pause): no GPM samples, DCGM profiling paused, no DCGM_FI_PROF_* series.",
+        "the agent's profiling pause");
+  b.Add(F::kProfilingPauseExpiry, "gpuscope_profiling_pause_expiry_timestamp_seconds", G,
+        "Node-wide: when the current profiling pause lifts by itself (Unix time); 0 when not paused.",
+        "the agent's profiling pause", {}, "seconds");
+  b.Add(F::kProfilingPausesTotal, "gpuscope_profiling_pauses_total", C,
+        "Node-wide: profiling pauses asked since the agent started.", "the agent's profiling pause");
   return b.specs;
 }
 

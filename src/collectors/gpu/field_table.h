@@ -87,6 +87,15 @@ enum class GpuFamily : uint16_t {
   kMigInstanceInfo,
   kXidErrorsTotal,
   kXidLastSeenTimestampSeconds,
+  kGpuProfilingInfo,
+  kDcgmHealth,
+  kDcgmHealthIncidentsTotal,
+  // Node-wide (Hostname only).
+  kDcgmUp,
+  kDcgmConnectsTotal,
+  kProfilingPaused,
+  kProfilingPauseExpiry,
+  kProfilingPausesTotal,
   kCount
 };
 

@@ -52,6 +52,8 @@ class GpmSampler {
   // metrics cover the interval between them), valid false on the first call; an NVML error otherwise
   // (the previous sample is then forgotten, so the next interval starts afresh).
   nvmlReturn_t Take(GpmValues* values);
+  // Forgets the previous sample (profiling paused: the next interval starts at the next Take).
+  void Reset() { have_previous_ = false; }
 
  private:
   std::shared_ptr<const NvmlLibrary> nvml_;

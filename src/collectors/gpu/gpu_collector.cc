@@ -21,6 +21,7 @@ GpuCollector::GpuCollector(GpuCollectorOptions options)
   node_.compat = options_.dcgm_compat;
   node_.host.name = std::string(HostnameLabelName(options_.dcgm_compat));
   node_.host.value = options_.hostname.empty() ? HostName() : options_.hostname;
+  node_labels_ = Labels{{node_.host.name, node_.host.value}};
 }
 
 GpuCollector::~GpuCollector() { Shutdown(); }
@@ -65,6 +66,15 @@ Status GpuCollector::Init() {
     nvml->nvmlShutdown();
     return Status::Unavailable("nvmlDeviceGetCount_v2: " + nvml->ErrorString(r));
   }
+  node_.pause = &node_state_->profiling_pause();
+  if (options_.dcgm != GpuCollectorOptions::Dcgm::kOff && dcgm_ == nullptr) {
+    DcgmBackendOptions dcgm_options = options_.dcgm_options;
+    dcgm_options.pause = &node_state_->profiling_pause();
+    dcgm_ = std::make_shared<DcgmBackend>(std::move(dcgm_options), options_.on_dcgm_incident);
+    dcgm_->Start();
+  }
+  node_.dcgm = dcgm_;
+  node_.prefer_dcgm_profiling = options_.prefer_dcgm_profiling;
   // The workers (and, through them, the devices) share one immutable copy of the node context, which
   // stays alive with a worker thread that had to be detached.
   auto node = std::make_shared<const GpuNodeContext>(node_);
@@ -185,7 +195,26 @@ void GpuCollector::AppendXidLedger(const XidLedger& ledger,
   }
 }
 
+void GpuCollector::AppendNodeFamilies(std::vector<MetricFamily>& families) {
+  auto family = [&](GpuFamily f) -> MetricFamily& { return families[static_cast<size_t>(f)]; };
+  const ProfilingPauseState pause = node_state_->profiling_pause().State();
+  family(GpuFamily::kProfilingPaused).samples.push_back(Sample{node_labels_, pause.paused ? 1.0 : 0.0});
+  family(GpuFamily::kProfilingPauseExpiry).samples.push_back(Sample{node_labels_, pause.until_unix});
+  family(GpuFamily::kProfilingPausesTotal)
+      .samples.push_back(Sample{node_labels_, static_cast<double>(pause.pauses_total)});
+  if (dcgm_ == nullptr) return;
+  const DcgmStatus dcgm = dcgm_->status();
+  // Without libdcgm, auto reports nothing (DCGM is optional); on reports it down.
+  if (!dcgm.library_loaded && options_.dcgm != GpuCollectorOptions::Dcgm::kOn) return;
+  family(GpuFamily::kDcgmUp)
+      .samples.push_back(
+          Sample{label_cache_.With(node_labels_, {{"mode", dcgm.mode}}), dcgm.connected ? 1.0 : 0.0});
+  family(GpuFamily::kDcgmConnectsTotal)
+      .samples.push_back(Sample{node_labels_, static_cast<double>(dcgm.connects_total)});
+}
+
 Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
+  node_state_->profiling_pause().Tick();
   if (Status init = EnsureInitialized(); !init.ok()) return init;
   if (gpus_.empty()) return Status::NoData("no GPUs");
   const size_t n = gpus_.size();
@@ -252,6 +281,7 @@ Status GpuCollector::Collect(std::vector<MetricFamily>& out) {
             Sample{labels, static_cast<double>(xid_ledger.LastXid(device->identity().pci_bus_id)), subject});
   }
   AppendXidLedger(xid_ledger, devices, families);
+  AppendNodeFamilies(families);
   label_cache_.EndCycle();
   for (size_t f = 0; f < kGpuFamilyCount; ++f) {
     family_sizes_[f] = families[f].samples.size();

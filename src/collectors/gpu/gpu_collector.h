@@ -55,6 +55,12 @@ struct GpuCollectorOptions {
   // Where the inventory goes and the XID count shared with the event pipeline's kernel-log XIDs come
   // from; must outlive the collector. Null: the collector keeps a NodeState of its own.
   NodeState* node_state = nullptr;
+  // DCGM (--dcgm): off, auto (used when libdcgm loads) or on (gpuscope_dcgm_up 0 when it does not).
+  enum class Dcgm { kOff, kAuto, kOn };
+  Dcgm dcgm = Dcgm::kOff;
+  DcgmBackendOptions dcgm_options;     // its `pause` is set to the node state's
+  bool prefer_dcgm_profiling = false;  // DCGM's profiling fields even where GPM has them (Hopper+)
+  DcgmBackend::IncidentObserver on_dcgm_incident;  // each new health incident; may be null
 };
 
 class GpuCollector : public Collector {
@@ -104,6 +110,8 @@ class GpuCollector : public Collector {
   // The XID ledger's per-(GPU, XID) counts and last-seen times, by bus id (GPUs NVML lacks included).
   void AppendXidLedger(const XidLedger& ledger, const std::vector<std::shared_ptr<const GpuDevice>>& devices,
                        std::vector<MetricFamily>& families);
+  // The node-wide families: the profiling pause and the DCGM connection.
+  void AppendNodeFamilies(std::vector<MetricFamily>& families);
   // The inventory of this cycle from the workers' results (before their samples move into families).
   GpuInventory BuildInventory(const std::vector<std::shared_ptr<const GpuDevice>>& devices,
                               const std::vector<char>& up);
@@ -121,6 +129,8 @@ class GpuCollector : public Collector {
   std::shared_ptr<NvmlLibrary> nvml_;
   std::vector<Gpu> gpus_;
   std::unique_ptr<XidEventMonitor> xids_;
+  std::shared_ptr<DcgmBackend> dcgm_;          // with options_.dcgm; started at the first Init()
+  Labels node_labels_;                         // Hostname only
   std::unique_ptr<NodeState> own_node_state_;  // when options_.node_state is null
   NodeState* node_state_;
   std::map<std::pair<unsigned int, unsigned long long>, uint64_t> xids_fed_;  // NVML counts fed so far

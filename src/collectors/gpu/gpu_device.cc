@@ -263,6 +263,7 @@ void GpuDevice::EmitMig(GpuFamily family, double value, const MigInstance& insta
 GpuDevice::ReadOutcome GpuDevice::Read(GpuSampleBuffer* out) {
   out_ = out;
   lost_ = false;
+  ChooseProfilingSource();
   // Cheap calls first: a lost GPU shows on the first one and the rest are skipped.
   ReadClocksAndTemperature();
   ReadPower();
@@ -276,6 +277,7 @@ GpuDevice::ReadOutcome GpuDevice::Read(GpuSampleBuffer* out) {
   ReadProcesses();
   ReadGpm();
   ReadMig();
+  ReadDcgmHealth();
   label_cache_.EndCycle();
   out_ = nullptr;
   return lost_ ? ReadOutcome::kLost : ReadOutcome::kOk;

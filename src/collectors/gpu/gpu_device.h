@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "src/collectors/gpu/compat.h"
+#include "src/collectors/gpu/dcgm_backend.h"
 #include "src/collectors/gpu/field_table.h"
 #include "src/collectors/gpu/gpm.h"
 #include "src/collectors/gpu/labels.h"
 #include "src/core/label_cache.h"
 #include "src/core/metric.h"
 #include "src/core/status.h"
+#include "src/node/profiling_pause.h"
 #include "src/platform/nvml/nvml_library.h"
 
 namespace gpuscope {
@@ -41,6 +43,12 @@ struct GpuNodeContext {
   HostLabel host;
   std::string driver_version;
   std::string nvml_version;
+  // DCGM, when --dcgm is not off: the profiling fields of GPUs without GPM (or of all with
+  // prefer_dcgm_profiling) and the health watches. Null: NVML only.
+  std::shared_ptr<const DcgmBackend> dcgm;
+  bool prefer_dcgm_profiling = false;
+  // While paused the device takes no profiling samples (GPM or DCGM). Null: never paused.
+  const ProfilingPause* pause = nullptr;
 };
 
 // NVML calls (or groups of calls) that can be disabled per GPU.
@@ -160,8 +168,11 @@ class GpuDevice {
   void ReadFieldValues();
   void ReadNvlinks();
   void ReadProcesses();
+  // Picks this cycle's source of the profiling fields (none while paused) and reads DCGM's values.
+  void ChooseProfilingSource();
   void ReadGpm();
   void ReadMig();
+  void ReadDcgmHealth();
   void EmitGpm(const GpmValues& values, const MigInstance* mig, bool whole_gpu);
   SampleSubject Subject() const { return {static_cast<int32_t>(identity_.index), SampleSubject::kNone, 0}; }
 
@@ -197,6 +208,10 @@ class GpuDevice {
   static constexpr unsigned int kNoGpuInstance = 0xFFFFFFFFu;  // NVML's value when MIG is off
   std::vector<GpuProcessEntry> processes_;
   bool pcie_from_gpm_ = false;  // DCGM_FI_PROF_PCIE_* from GPM (Hopper+) rather than PCIe throughput
+  enum class ProfilingSource { kNone, kGpm, kDcgm };
+  ProfilingSource profiling_source_ = ProfilingSource::kNone;  // this cycle's
+  GpmValues dcgm_values_;                                      // this cycle's, with kDcgm
+  DcgmGpuHealth dcgm_health_;
 };
 
 }  // namespace gpuscope

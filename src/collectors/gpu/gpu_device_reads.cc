@@ -110,7 +110,11 @@ void GpuDevice::ReadPcie() {
               nvml.nvmlDeviceGetPcieThroughput(handle_, NVML_PCIE_UTIL_RX_BYTES, &rx))) {
       EmitWith(GpuFamily::kPcieBytesPerSecond, PcieKBpsToBytesPerSecond(tx), "direction", "tx");
       EmitWith(GpuFamily::kPcieBytesPerSecond, PcieKBpsToBytesPerSecond(rx), "direction", "rx");
-      if (!pcie_from_gpm_) {
+      // DCGM_FI_PROF_PCIE_* from NVML's PCIe counters unless this cycle's profiling source has them.
+      const bool from_profiler =
+          (profiling_source_ == ProfilingSource::kGpm && pcie_from_gpm_) ||
+          (profiling_source_ == ProfilingSource::kDcgm && dcgm_values_.Has(GpmMetric::kPcieTxPerSec));
+      if (!from_profiler) {
         Emit(GpuFamily::kProfPcieTxBytes, PcieKBpsToBytesPerSecond(tx));
         Emit(GpuFamily::kProfPcieRxBytes, PcieKBpsToBytesPerSecond(rx));
       }
@@ -378,13 +382,51 @@ void GpuDevice::EmitGpm(const GpmValues& v, const MigInstance* mig, bool whole_g
   }
 }
 
+void GpuDevice::ChooseProfilingSource() {
+  profiling_source_ = ProfilingSource::kNone;
+  if (node_.pause != nullptr && node_.pause->Paused()) {
+    // The counters belong to the user's profiler: no samples, and the next interval starts afresh.
+    if (gpm_ != nullptr) gpm_->Reset();
+    for (MigInstance& instance : mig_instances_) {
+      if (instance.gpm != nullptr) instance.gpm->Reset();
+    }
+    return;
+  }
+  const bool gpm = gpm_ != nullptr && Enabled(GpuProbe::kGpm);
+  if (node_.dcgm != nullptr && (!gpm || node_.prefer_dcgm_profiling) &&
+      node_.dcgm->Profiling(identity_.uuid, std::nullopt, &dcgm_values_)) {
+    profiling_source_ = ProfilingSource::kDcgm;
+  } else if (gpm) {
+    profiling_source_ = ProfilingSource::kGpm;
+  }
+}
+
 void GpuDevice::ReadGpm() {
-  if (gpm_ == nullptr || !Enabled(GpuProbe::kGpm)) return;
+  if (profiling_source_ == ProfilingSource::kDcgm) {
+    EmitGpm(dcgm_values_, nullptr, true);
+    EmitWith(GpuFamily::kGpuProfilingInfo, 1, "source", "dcgm");
+    return;
+  }
+  if (profiling_source_ != ProfilingSource::kGpm || !Enabled(GpuProbe::kGpm)) return;
   if (!Check(GpuProbe::kGpm, gpm_->Take(&gpm_values_))) {
     if (Disabled(GpuProbe::kGpm)) pcie_from_gpm_ = false;
     return;
   }
   EmitGpm(gpm_values_, nullptr, true);
+  EmitWith(GpuFamily::kGpuProfilingInfo, 1, "source", "gpm");
+}
+
+void GpuDevice::ReadDcgmHealth() {
+  if (node_.dcgm == nullptr || lost_ || !node_.dcgm->Health(identity_.uuid, &dcgm_health_)) return;
+  for (size_t k = 0; k < kDcgmHealthSystemCount; ++k) {
+    if (dcgm_health_.result[k] < 0) continue;
+    const std::string_view system = DcgmHealthSystemName(static_cast<DcgmHealthSystem>(k));
+    EmitWith(GpuFamily::kDcgmHealth, dcgm_health_.result[k], "system", system);
+    EmitWith(GpuFamily::kDcgmHealthIncidentsTotal, static_cast<double>(dcgm_health_.warnings_total[k]),
+             "system", system, "result", "warn");
+    EmitWith(GpuFamily::kDcgmHealthIncidentsTotal, static_cast<double>(dcgm_health_.failures_total[k]),
+             "system", system, "result", "fail");
+  }
 }
 
 void GpuDevice::ReadMig() {
@@ -401,8 +443,12 @@ void GpuDevice::ReadMig() {
       EmitMig(GpuFamily::kFbUsed, BytesToWholeMiB(memory.used), instance);
       EmitMig(GpuFamily::kFbReserved, BytesToWholeMiB(memory.reserved), instance);
     }
-    if (instance.gpm != nullptr && Enabled(GpuProbe::kMigGpm) &&
-        Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {
+    if (profiling_source_ == ProfilingSource::kDcgm) {
+      if (node_.dcgm->Profiling(identity_.uuid, instance.mig.gpu_instance_id, &gpm_values_)) {
+        EmitGpm(gpm_values_, &instance, false);
+      }
+    } else if (profiling_source_ == ProfilingSource::kGpm && instance.gpm != nullptr &&
+               Enabled(GpuProbe::kMigGpm) && Check(GpuProbe::kMigGpm, instance.gpm->Take(&gpm_values_))) {
       EmitGpm(gpm_values_, &instance, false);
     }
   }

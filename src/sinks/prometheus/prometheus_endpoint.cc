@@ -106,6 +106,7 @@ PrometheusEndpoint::PrometheusEndpoint(const EndpointOptions& options, SnapshotS
   server_options.listen_address = options.listen_address;
   server_options.max_connections = options.max_connections;
   server_options.read_timeout = options.read_timeout;
+  basic_auth_ = !web_config.basic_auth_users.empty();
   server_options.web_config = std::move(web_config);
   server_ = std::make_unique<HttpServer>(std::move(server_options));
   server_->Handle(options_.telemetry_path, [this](const HttpRequestHead& request, HttpResponse& response) {
@@ -122,8 +123,13 @@ PrometheusEndpoint::PrometheusEndpoint(const EndpointOptions& options, SnapshotS
 PrometheusEndpoint::~PrometheusEndpoint() { Stop(); }
 
 void PrometheusEndpoint::HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler) {
-  post_paths_.push_back(path);
+  api_paths_.push_back(path);
   server_->HandlePost(std::move(path), max_body_bytes, std::move(handler));
+}
+
+void PrometheusEndpoint::Handle(std::string path, HttpHandler handler) {
+  api_paths_.push_back(path);
+  server_->Handle(std::move(path), std::move(handler));
 }
 
 Status PrometheusEndpoint::Start() { return server_->Start(); }
@@ -175,7 +181,7 @@ void PrometheusEndpoint::CountResponse(std::string_view path, int status) {
   // Bounded label values: only the paths we serve, everything else is "other".
   std::string_view label = "other";
   if (path == options_.telemetry_path || path == "/healthz" || path == "/readyz" || path == "/" ||
-      std::find(post_paths_.begin(), post_paths_.end(), path) != post_paths_.end()) {
+      std::find(api_paths_.begin(), api_paths_.end(), path) != api_paths_.end()) {
     label = path;
   }
   MutexLock lock(&counts_mu_);

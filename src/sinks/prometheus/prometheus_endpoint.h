@@ -84,6 +84,11 @@ class PrometheusEndpoint {
   // Serves POST requests to `path` with `handler` (bodies of at most max_body_bytes; HttpServer::HandlePost),
   // behind the same TLS and basic auth; its responses are counted by path. Before Start() only.
   void HandlePost(std::string path, size_t max_body_bytes, HttpHandler handler);
+  // Serves GET and HEAD requests to `path` with `handler`, behind the same TLS and basic auth; counted by
+  // path. Before Start() only.
+  void Handle(std::string path, HttpHandler handler);
+  // Whether the web config asks for basic auth (then every path requires it).
+  bool basic_auth() const { return basic_auth_; }
 
   // Binds and starts serving; error when the address is unusable or TLS files cannot be loaded.
   Status Start();
@@ -111,7 +116,9 @@ class PrometheusEndpoint {
   HealthProvider health_;
   std::vector<std::string> warnings_;
   std::unique_ptr<HttpServer> server_;
-  std::vector<std::string> post_paths_;  // HandlePost's paths, counted by name; fixed once started
+  std::vector<std::string>
+      api_paths_;  // HandlePost's and Handle's paths, counted by name; fixed once started
+  bool basic_auth_ = false;
   RenderCache cache_;
   mutable Mutex counts_mu_;
   std::map<std::pair<std::string, int>, uint64_t> request_counts_ GUARDED_BY(counts_mu_);  // (path, code)

@@ -51,6 +51,7 @@ class EventRegistryTest : public ::testing::Test {
     config.otlp_url = "http://127.0.0.1:1/v1/logs";
     config.collectors["training"].enabled = true;
     config.collectors["ebpf"].enabled = true;
+    config.collectors["gpu"].enabled = true;
     config.events_falco_files = {(dir_ / "falco" / "*.json").string()};
     config.events_tetragon_files = {(dir_ / "tetragon.log").string()};
     return config;
@@ -98,7 +99,7 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
   EXPECT_EQ(sources,
-            (std::vector<std::string>{"kmsg", "file", "journal", "training", "ebpf", "falco", "tetragon"}));
+            (std::vector<std::string>{"kmsg", "file", "journal", "training", "ebpf", "gpu", "falco", "tetragon"}));
   EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics", "otlp_traces"}));
 }
 
@@ -114,6 +115,7 @@ TEST(EventRegistry, EachEntryIsSwitchedOnByItsOwnOptionOnly) {
   only["journal"].events_journal = true;
   only["training"].collectors["training"].enabled = true;  // the training collector's hung ranks
   only["ebpf"].collectors["ebpf"].enabled = true;          // the ebpf collector's events (--ebpf)
+  only["gpu"].collectors["gpu"].enabled = true;            // DCGM health and the profiling pause
   only["falco"].events_falco_files = {"/var/log/falco/events.json"};
   only["tetragon"].events_tetragon_files = {"/var/log/tetragon/tetragon.log"};
   only["loki"].loki_url = "http://loki:3100/loki/api/v1/push";
@@ -137,10 +139,12 @@ TEST_F(EventRegistryTest, EverySourceIsBuiltFromTheConfigUnderItsNameAndDescribe
     PostedEvents training_events;
     PostedEvents ebpf_events;
     PostedEvents falco_events;
+    PostedEvents gpu_events;
     EventSourceContext context;
     context.training_events = &training_events;
     context.ebpf_events = &ebpf_events;
     context.falco_events = &falco_events;
+    context.gpu_events = &gpu_events;
     std::unique_ptr<EventSource> source = entry.create(config, context);
     ASSERT_NE(source, nullptr) << entry.name;
     EXPECT_EQ(source->Name(), entry.name);

@@ -28,16 +28,8 @@ using testing::FindSample;
 using testing::LabelNames;
 using testing::LabelValue;
 
-// Freezes simulated time at time_s: the value a simulator starts with, and, once the collector has loaded
-// the library, the running simulator's time (moved through its control, not the environment, which the
-// agent's threads may read meanwhile).
 void SetTime(double time_s) {
-  setenv("GPUSCOPE_SIM_TIME", std::to_string(time_s).c_str(), 1);
-  if (void* lib = dlopen(GPUSCOPE_SIM_NVML_PATH, RTLD_LAZY | RTLD_NOLOAD)) {
-    if (auto* set = reinterpret_cast<void (*)(double)>(dlsym(lib, gpuscope::sim::kSimSetTimeSymbol)))
-      set(time_s);
-    dlclose(lib);
-  }
+  testing::SetSimTime(time_s, {{GPUSCOPE_SIM_NVML_PATH, gpuscope::sim::kSimSetTimeSymbol}});
 }
 void UseScenario(const std::string& name, double time_s) {
   setenv("GPUSCOPE_SIM_SCENARIO", (std::string(GPUSCOPE_SIM_SCENARIOS) + "/" + name).c_str(), 1);
@@ -380,8 +372,17 @@ TEST(GpuCollectorSimTest, PublishesATypedInventoryAndMarksEverySampleWithItsSubj
     EXPECT_EQ(LabelValue(s.labels, "GPU_I_ID"),
               s.subject.gpu_instance == SampleSubject::kNone ? "" : std::to_string(s.subject.gpu_instance));
   }
-  // Every sample says which GPU (and MIG instance) it is about, as its labels do.
+  // Every sample says which GPU (and MIG instance) it is about, as its labels do; the node-wide families
+  // (the profiling pause, the DCGM connection) carry the Hostname alone and no GPU.
   for (const MetricFamily& family : out) {
+    if (family.name.starts_with("gpuscope_profiling_") || family.name.starts_with("gpuscope_dcgm_connects") ||
+        family.name == "gpuscope_dcgm_up") {
+      for (const Sample& s : family.samples) {
+        EXPECT_EQ(s.subject.gpu, SampleSubject::kNone) << family.name;
+        EXPECT_EQ(LabelValue(s.labels, "gpu"), "<absent>") << family.name;
+      }
+      continue;
+    }
     for (const Sample& s : family.samples) {
       ASSERT_NE(s.subject.gpu, SampleSubject::kNone) << family.name;
       EXPECT_EQ(LabelValue(s.labels, "gpu"), std::to_string(s.subject.gpu)) << family.name;

@@ -1,8 +1,13 @@
 // Helpers for GPU collector tests: find families and samples in a Collect() result.
 #pragma once
 
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/core/metric.h"
@@ -40,6 +45,19 @@ inline std::vector<std::string> LabelNames(const Labels& labels) {
   std::vector<std::string> names;
   for (const auto& [k, v] : labels) names.push_back(k);
   return names;
+}
+
+// Freezes simulated time at time_s: the value a simulator starts with (GPUSCOPE_SIM_TIME), and, for each
+// (library path, set-time symbol) already loaded, the running simulator's time (moved through its
+// control, not the environment, which the agent's threads may read meanwhile).
+inline void SetSimTime(double time_s, std::initializer_list<std::pair<const char*, const char*>> libraries) {
+  setenv("GPUSCOPE_SIM_TIME", std::to_string(time_s).c_str(), 1);
+  for (const auto& [path, symbol] : libraries) {
+    if (void* lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD)) {
+      if (auto* set = reinterpret_cast<void (*)(double)>(dlsym(lib, symbol))) set(time_s);
+      dlclose(lib);
+    }
+  }
 }
 
 }  // namespace gpuscope::testing

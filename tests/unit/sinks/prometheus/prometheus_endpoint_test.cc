@@ -18,10 +18,8 @@ using testing::ParsedResponse;
 using testing::TempDir;
 using testing::TestClient;
 
-// Produced by `htpasswd -nbBC 10 prometheus s3cr3t-pass`.
-constexpr char kHtpasswdLine[] = "prometheus: $2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy\n";
-constexpr char kAuthorization[] =
-    "Authorization: Basic cHJvbWV0aGV1czpzM2NyM3QtcGFzcw==\r\n";  // prometheus:s3cr3t-pass
+using testing::kHtpasswdLine;
+constexpr const char* kAuthorization = testing::kBasicAuthorization;
 
 std::vector<MetricFamily> SampleFamilies(double temperature) {
   return {

@@ -12,6 +12,12 @@ typedef struct ssl_ctx_st SSL_CTX;
 
 namespace gpuscope::testing {
 
+// A web config's basic_auth_users entry produced by `htpasswd -nbBC 10 prometheus s3cr3t-pass`, and the
+// request header line that passes it (prometheus:s3cr3t-pass).
+inline constexpr char kHtpasswdLine[] =
+    "prometheus: $2y$10$X7FQ0x0F4J5MWEwbpu/1c.QXY.hxcvGMYDONA0jzRUoQJYMUmJkxy\n";
+inline constexpr char kBasicAuthorization[] = "Authorization: Basic cHJvbWV0aGV1czpzM2NyM3QtcGFzcw==\r\n";
+
 struct ParsedResponse {
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-cased names
