@@ -173,6 +173,13 @@
     falcoCritical: '0m',
     tetragonEnforced: '0m',
     ebpfProgramNotLoaded: '10m',
+    // DCGM (the agent's optional backend: profiling fields where GPM is missing, health checks): a failing
+    // health system pages after a minute, a warning opens a ticket when it stays; a connection the agent
+    // had and lost opens a ticket; a profiling pause (gpuscope profile-pause) longer than this is noted.
+    dcgmHealthFailure: '1m',
+    dcgmHealthWarning: '15m',
+    dcgmDown: '10m',
+    profilingPausedTooLong: '2h',
   },
 
   // Range windows of rates and increases.

@@ -12,6 +12,7 @@
 #include "src/cli/command_line.h"
 #include "src/cli/inventory_command.h"
 #include "src/cli/job_command.h"
+#include "src/cli/profile_command.h"
 #include "src/cli/top_command.h"
 #include "src/core/version.h"
 
@@ -21,7 +22,8 @@ namespace {
 // The one table of commands.
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      JobCommand(), TopCommand(), ChargebackCommand(), CheckCommand(), InventoryCommand(),
+      JobCommand(),       TopCommand(),          ChargebackCommand(),    CheckCommand(),
+      InventoryCommand(), ProfilePauseCommand(), ProfileResumeCommand(), ProfileStatusCommand(),
   };
   return commands;
 }

@@ -21,16 +21,15 @@ const std::vector<FlagSpec>& PrometheusFlags() {
   return flags;
 }
 
-// Reads a secret file, less trailing newlines.
-Status ReadSecret(const std::string& flag, const std::string& path, std::string* secret) {
+}  // namespace
+
+Status ReadSecretFile(const std::string& flag, const std::string& path, std::string* secret) {
   std::optional<std::string> text = ReadWholeFile(path, 64 << 10);
   if (!text) return Status::InvalidArgument("--" + flag + ": cannot read " + path);
   while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
   *secret = *text;
   return Status::Ok();
 }
-
-}  // namespace
 
 std::vector<FlagSpec> WithPrometheusFlags(std::vector<FlagSpec> own) {
   own.insert(own.end(), PrometheusFlags().begin(), PrometheusFlags().end());
@@ -63,8 +62,8 @@ Status MakePrometheusClient(const CommandLine& line, std::unique_ptr<PrometheusC
     if (options.username.empty()) {
       return Status::InvalidArgument("--prometheus.password-file needs --prometheus.username");
     }
-    Status s =
-        ReadSecret("prometheus.password-file", line.flags.at("prometheus.password-file"), &options.password);
+    Status s = ReadSecretFile("prometheus.password-file", line.flags.at("prometheus.password-file"),
+                              &options.password);
     if (!s.ok()) return s;
   }
   if (!line.flags.at("prometheus.bearer-token-file").empty()) {
@@ -72,8 +71,8 @@ Status MakePrometheusClient(const CommandLine& line, std::unique_ptr<PrometheusC
       return Status::InvalidArgument(
           "--prometheus.username and --prometheus.bearer-token-file exclude each other");
     }
-    Status s = ReadSecret("prometheus.bearer-token-file", line.flags.at("prometheus.bearer-token-file"),
-                          &options.bearer_token);
+    Status s = ReadSecretFile("prometheus.bearer-token-file", line.flags.at("prometheus.bearer-token-file"),
+                              &options.bearer_token);
     if (!s.ok()) return s;
   }
   return PrometheusClient::Create(options, client);

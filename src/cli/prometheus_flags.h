@@ -22,6 +22,10 @@ std::vector<FlagSpec> WithPrometheusFlags(std::vector<FlagSpec> own);
 // timeout, an unreadable secret file, conflicting auth flags, a bad URL or CA file.
 Status MakePrometheusClient(const CommandLine& line, std::unique_ptr<PrometheusClient>* client);
 
+// Reads a secret file (a password, a token) less its trailing newlines. InvalidArgument naming --flag
+// when it cannot be read.
+Status ReadSecretFile(const std::string& flag, const std::string& path, std::string* secret);
+
 // Parses a number of seconds > 0 ("30", "0.5"); false for anything else.
 bool ParsePositiveSeconds(const std::string& text, double* seconds);
 

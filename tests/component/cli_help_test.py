@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import unittest_main  # noqa: E402
 
 GPUSCOPE = sys.argv[1]
-COMMANDS = ("job", "top", "chargeback", "check", "inventory")
+COMMANDS = ("job", "top", "chargeback", "check", "inventory", "profile-pause", "profile-resume", "profile-status")
 
 
 def run(*args):

@@ -9,9 +9,11 @@ tests/fixtures/dcgm-dashboard-12239/queries.txt): the drop-in claim. Queries tha
 are listed in NO_DATA_HERE, each with its reason. Without root or the Slurm packages, the queries of
 Slurm metrics are skipped; without a Kubernetes node in the fleet (fleet.kubelets: the pod-resources peer
 serving an agent run with --kubernetes, and kube-state-metrics' series), so are the Kubernetes views'
-(KUBERNETES_ONLY). The Security view's eBPF and Falco/Tetragon panels (OPTIONAL_SOURCES) must return data
-when the fleet has the series they read (an agent run with --ebpf where the kernel lets it load its
-programs, Falco's or Tetragon's files); without them they must still run.
+(KUBERNETES_ONLY). The Security view's eBPF and Falco/Tetragon panels, the DCGM health and profiling
+source panels and the profiling-pause annotation (OPTIONAL_SOURCES) must return data when the fleet has the
+series they read (an agent run with --ebpf where the kernel lets it load its programs, Falco's or
+Tetragon's files, an agent using DCGM, a node paused with gpuscope profile-pause); without them they must
+still run.
 
 The rules are the committed ones (deploy/mixin/generated/prometheus): the dashboards read recording rules
 by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
@@ -77,6 +79,11 @@ OPTIONAL_SOURCES = (
     (re.compile(r"\b(gpuscope_ebpf_\w+|gpuscope_security_events_total)\b"), None),
     (re.compile(r'gpuscope_events_total\{[^}]*class=~"(falco\|tetragon\|ebpf_\.\*)"'),
      'gpuscope_events_total{class=~"%s"}'),
+    # The agent's DCGM backend (its health watches, on a node whose agent uses DCGM) and the profiling source
+    # of each GPU (gpm or dcgm, from agents that report it).
+    (re.compile(r"\b(gpuscope_dcgm_health|gpuscope_gpu_profiling_info)\b"), None),
+    # A profiling pause (gpuscope profile-pause): what shows one needs a node paused during the run.
+    (re.compile(r"\b(gpuscope_profiling_paused)\b[^\n]*== 1"), "%s == 1"),
 )
 
 

@@ -45,6 +45,10 @@ std.mergePatch(import '../../deploy/mixin/demo.libsonnet', {
     falcoCritical: '0s',
     tetragonEnforced: '0s',
     ebpfProgramNotLoaded: '10s',
+    dcgmHealthFailure: '5s',
+    dcgmHealthWarning: '10s',
+    dcgmDown: '10s',
+    profilingPausedTooLong: '15s',
   },
   windows: {
     rate: '15s',

@@ -259,7 +259,7 @@ function(cfg) {
   },
 
   // Annotations shared by the views that show GPU health: each XID, each double-bit ECC error, each
-  // node drain.
+  // node drain, each profiling pause (gpuscope profile-pause: DCGM_FI_PROF_* stop while it lasts).
   annotations:: {
     xid(selector): lib.annotation(
       'XID errors',
@@ -273,6 +273,14 @@ function(cfg) {
       'sum by (%s, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{%s}[2m])) > 0' % [node, selector],
       'Double-bit ECC error on {{%s}} GPU {{gpu}}' % node,
       color='purple'
+    ),
+    // `selector` matches node-level series (no gpu label): the pause is the node's.
+    profilingPaused(selector): lib.annotation(
+      'Profiling paused',
+      'max by (%s) (gpuscope_profiling_paused{%s}) == 1' % [node, selector],
+      'Profiling paused on {{%s}}' % node,
+      'gpuscope profile-pause: DCGM profiling and GPM sampling stopped, DCGM_FI_PROF_* missing meanwhile',
+      color='blue'
     ),
     drain(selector): lib.annotation(
       'Node drained',

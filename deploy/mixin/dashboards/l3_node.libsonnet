@@ -58,6 +58,20 @@ function(c)
         lib.target('max by (gpu, pci_bus_id) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{%s}[$__range]))' % s),
       ], renames={ 'Value #A': 'Generation', 'Value #B': 'Max generation', 'Value #C': 'Width', 'Value #D': 'Max width', 'Value #E': 'Replays in range' }, w=12),
 
+      lib.row('DCGM health and profiling'),
+      lib.statusMatrix('DCGM health per GPU and system',
+                       lib.target('max by (gpu, system) (gpuscope_dcgm_health{%s})' % s),
+                       'gpu',
+                       'system',
+                       [[0, 'pass', 'green'], [1, 'warn', 'orange'], [2, 'fail', 'red']],
+                       w=16,
+                       description="DCGM's background health watches per GPU and subsystem, now (only where the agent uses DCGM). DCGM's message for a warning or failure is in the node's events of class dcgm_health."),
+      lib.table('Profiling source per GPU',
+                [lib.target('max by (gpu, modelName, source) (gpuscope_gpu_profiling_info{%s})' % s)],
+                hide=['Time', 'Value'],
+                w=8,
+                description='Where each GPU\'s DCGM_FI_PROF_* fields come from: gpm (the agent\'s own NVML GPM sampling, Hopper and newer) or dcgm (DCGM\'s profiling module, e.g. A100). A GPU has no row while profiling is paused (gpuscope profile-pause; the blue annotation) or has no source.'),
+
       lib.row('Jobs'),
       lib.table('Jobs on the node',
                 [
@@ -72,5 +86,5 @@ function(c)
         lib.target('max by (gpu, %s) (gpuscope_gpu_allocated_without_process{%s})' % [j, s], 'GPU {{gpu}} job {{%s}}' % j),
       ], w=12),
     ],
-    annotations=[c.annotations.xid(s), c.annotations.eccDbe(s)],
+    annotations=[c.annotations.xid(s), c.annotations.eccDbe(s), c.annotations.profilingPaused(s)],
   )

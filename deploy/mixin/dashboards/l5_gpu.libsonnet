@@ -110,5 +110,6 @@ function(c)
         lib.target('sum(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{%s}[$__rate_interval]))' % s, 'replays'),
       ], bars=true, w=8),
     ],
-    annotations=[c.annotations.xid(s), c.annotations.eccDbe(s)],
+    // The pause is the node's: its series carry no gpu label.
+    annotations=[c.annotations.xid(s), c.annotations.eccDbe(s), c.annotations.profilingPaused(c.sel.node)],
   )

@@ -152,6 +152,39 @@
     ],
   },
 
+  // A grid of states from one instant query: a row per value of the label `rowLabel`, a column per value of
+  // `columnLabel` (Grafana's grouping-to-matrix), each cell the series' value shown as the text and colour
+  // of its entry in `states` ([[value, text, colour], ...]); a cell without a series stays empty.
+  statusMatrix(title, target, rowLabel, columnLabel, states, description='', w=12, h=8):: base('table', title, description, [target { instant: true, range: false, format: 'table' }], w, h) {
+    fieldConfig: {
+      defaults: {
+        custom: { align: 'center', cellOptions: { type: 'color-background', mode: 'basic' }, filterable: false },
+        color: { mode: 'thresholds' },
+        thresholds: { mode: 'absolute', steps: [{ color: 'transparent', value: null }] },
+        mappings: [{
+          type: 'value',
+          options: {
+            [std.toString(states[i][0])]: { text: states[i][1], color: states[i][2], index: i }
+            for i in std.range(0, std.length(states) - 1)
+          },
+        }],
+      },
+      // The first column holds the row names: plain text, not mapped to states.
+      overrides: [{
+        matcher: { id: 'byName', options: '%s\\%s' % [rowLabel, columnLabel] },
+        properties: [
+          { id: 'mappings', value: [] },
+          { id: 'custom.cellOptions', value: { type: 'auto' } },
+          { id: 'custom.align', value: 'left' },
+        ],
+      }],
+    },
+    options: { showHeader: true, cellHeight: 'sm', footer: { show: false, reducer: ['sum'], fields: '' } },
+    transformations: [
+      { id: 'groupingToMatrix', options: { rowField: rowLabel, columnField: columnLabel, valueField: 'Value' } },
+    ],
+  },
+
   // A heatmap. rows=true: every series is one row (GPU x node x time, the series' legend names the row);
   // rows=false: Grafana buckets the values of all series at each time (a distribution over the fleet).
   heatmap(title, targets, unit='percent', description='', w=24, h=10, rows=true, min=0, max=100):: base('heatmap', title, description, targets, w, h) {

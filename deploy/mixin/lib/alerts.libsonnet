@@ -1,6 +1,6 @@
 // Alerting rules. Every alert carries severity (page | ticket | info), team (infra | ml-platform | the
 // owning service | a namespace's team), category (hardware | agent | application | utilisation | capacity |
-// inference | events | kubernetes | security; inhibitions match on it), scope (gpu | node | job | cluster |
+// inference | events | kubernetes | security | dcgm | profiling; inhibitions match on it), scope (gpu | node | job | cluster |
 // service | pod | namespace), and the annotations summary, description and
 // runbook_url (docs/runbooks/<AlertName>.md). Alerts about a job's GPUs add owner (the job's user, from
 // gpuscope_job_info) so that Alertmanager sends them to the job's owner.
@@ -594,6 +594,7 @@ function(cfg)
     { name: 'gpuscope.inference.alerts', rules: inference },
     { name: 'gpuscope.events.alerts', rules: events },
     { name: 'gpuscope.kubernetes.alerts', rules: (import 'kubernetes_alerts.libsonnet')(cfg, alert) },
+    { name: 'gpuscope.dcgm.alerts', rules: (import 'dcgm_alerts.libsonnet')(cfg, alert) },
     {
       name: 'gpuscope.security.alerts',
       rules: (import 'security_alerts.libsonnet')(cfg, alert, { newEvents: newEvents, withNode: withNode }),

@@ -241,7 +241,7 @@ def check_routes():
 INHIBITORS = {"GpuNodeDraining", "GpuscopeAgentDown", "GpuNodeGpusMissing"}
 # Posted with the inhibitors, first: node-level pages/tickets that must hold nothing back (the event alerts).
 NOT_INHIBITORS = {"GpuNvswitchFatalError", "GpuNodeOomKills", "GpuscopeKubeletPodResourcesDown",
-                  "GpuscopeEbpfProgramNotLoaded"}
+                  "GpuscopeEbpfProgramNotLoaded", "GpuscopeDcgmDown", "GpuProfilingPausedTooLong"}
 
 
 def check_inhibitions():
@@ -285,6 +285,12 @@ def check_inhibitions():
         (alert("GpuPodAllocatedIdle", namespace="research-ns", pod="nb-1", tenant="research-ns", team="research",
                **n2, **gpu0), True),
         (alert("GpuscopeEventsLost", stage="kmsg", **n1), False),
+        # Nor does DCGM lost or a profiling pause on n4 (NVML still watches its GPUs): a DCGM health warning
+        # there reaches infra; a DCGM health failure on n3, whose GPUs are missing, is held back.
+        (alert("GpuscopeDcgmDown", mode="hostengine", **n4), False),
+        (alert("GpuProfilingPausedTooLong", **n4), False),
+        (alert("GpuDcgmHealthWarning", system="pcie", **n4, **gpu0), False),
+        (alert("GpuDcgmHealthFailure", system="memory", **n3, **gpu0), True),
         # Security alerts are held back by nothing: what a job did stays visible while its node's agent is
         # down (n2) or its GPUs are gone (n3); an eBPF probe not loaded on n4 holds back none of n4's alerts.
         (alert("GpuJobUnexpectedConnection", hpc_job="2", destination="203.0.113.7:443", **n2), False),
