@@ -38,9 +38,9 @@ class GpuscopeHelp(unittest.TestCase):
             self.assertEqual(done.returncode, 0, f"{command}: {done.stderr}")
             self.assertTrue(done.stdout.startswith(f"Usage: gpuscope {command}"), done.stdout[:80])
             self.assertIn("\nFlags:\n", done.stdout)
-            if command != "check":  # check reads the local agent, not Prometheus
-                self.assertIn("--prometheus.url=VALUE", done.stdout)
-        self.assertIn("--agent.url=VALUE", run("check", "--help").stdout)
+            # check and the profile commands talk to the local agent, the others read Prometheus.
+            local = command == "check" or command.startswith("profile-")
+            self.assertIn("--agent.url=VALUE" if local else "--prometheus.url=VALUE", done.stdout)
 
     def test_missing_or_unknown_commands_and_flags_are_usage_errors(self):
         self.assertEqual(run().returncode, 2)
