@@ -126,7 +126,21 @@ DcgmBackend::DcgmBackend(DcgmBackendOptions options, IncidentObserver on_inciden
   status_.mode = std::string(ModeName(options_.mode));
 }
 
-DcgmBackend::~DcgmBackend() {
+DcgmBackend::~DcgmBackend() { Stop(); }
+
+void DcgmBackend::Start() {
+  MutexLock lifecycle(&lifecycle_mu_);
+  if (thread_.joinable() || stopped_) return;
+  if (options_.pause != nullptr) {
+    options_.pause->AttachDcgm([this] { stop_cv_.NotifyAll(); });
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+void DcgmBackend::Stop() {
+  MutexLock lifecycle(&lifecycle_mu_);
+  if (stopped_) return;
+  stopped_ = true;
   if (options_.pause != nullptr) options_.pause->AttachDcgm(nullptr);
   {
     MutexLock lock(&stop_mu_);
@@ -134,16 +148,10 @@ DcgmBackend::~DcgmBackend() {
   }
   stop_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  // The thread has ended: its members are this thread's now.
   if (connected_) Disconnect("the agent stops");
   if (initialized_) dcgm_->dcgmShutdown();
-}
-
-void DcgmBackend::Start() {
-  if (thread_.joinable()) return;
-  if (options_.pause != nullptr) {
-    options_.pause->AttachDcgm([this] { stop_cv_.NotifyAll(); });
-  }
-  thread_ = std::thread([this] { Run(); });
+  initialized_ = false;
 }
 
 void DcgmBackend::Run() {

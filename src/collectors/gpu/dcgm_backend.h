@@ -13,8 +13,8 @@
 //
 // DCGM GPUs are matched to NVML's by UUID, MIG GPU instances by (GPU UUID, GPU instance id).
 //
-// Thread-safety: Start, Profiling, Health and status are safe from any thread; the destructor stops the
-// thread (waiting for a DCGM call in progress).
+// Thread-safety: Start, Stop, Profiling, Health and status are safe from any thread; Stop (and the
+// destructor) waits for a DCGM call in progress.
 #pragma once
 
 #include <array>
@@ -98,6 +98,9 @@ class DcgmBackend {
 
   // Starts the thread (loading the library happens there). Once.
   void Start();
+  // Stops the thread, detaches from the pause, disconnects and shuts DCGM down; afterwards Profiling and
+  // Health answer false. Idempotent; the destructor calls it.
+  void Stop();
 
   // The profiling fields of the GPU `uuid` (no instance) or of its MIG GPU instance over DCGM's last
   // interval: ratios 0..1 and bytes/s, as GpmValues. False when DCGM has none now (not installed, not
@@ -141,6 +144,8 @@ class DcgmBackend {
   Mutex stop_mu_;
   CondVar stop_cv_;
   bool stopping_ GUARDED_BY(stop_mu_) = false;
+  Mutex lifecycle_mu_;  // Start and Stop
+  bool stopped_ GUARDED_BY(lifecycle_mu_) = false;
 
   // The thread's own.
   std::shared_ptr<DcgmLibrary> dcgm_;

@@ -31,6 +31,8 @@ void GpuCollector::Shutdown() {
   for (const Gpu& gpu : gpus_) stuck = stuck || gpu.worker->Busy();
   if (xids_ != nullptr && !xids_->Stop()) stuck = true;
   xids_.reset();
+  // DCGM goes now, with the node state it reports to still alive; a hung worker may still read it.
+  if (dcgm_ != nullptr) dcgm_->Stop();
   gpus_.clear();  // joins idle workers, detaches hung ones
   if (nvml_ != nullptr && initialized_) {
     if (stuck) {
