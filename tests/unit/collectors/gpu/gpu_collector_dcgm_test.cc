@@ -277,6 +277,10 @@ TEST(GpuCollectorDcgmTest, AHostEngineRestartDropsTheFieldsAndTheBackendReconnec
   SetTime(92);  // nv-hostengine is down from 90 s to 100 s
   out = CollectUntil(
       collector, [](const auto& o) { return Value(o, "gpuscope_dcgm_up", {}) == 0; }, "DCGM down");
+  // The cycle that saw the connection go may still hold values its GPUs read just before; the next may not.
+  out.clear();
+  (void)collector.Collect(out);
+  EXPECT_EQ(Value(out, "gpuscope_dcgm_up", {}), 0);
   EXPECT_EQ(FindFamily(out, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr) << "no stale values";
   SetTime(101);
   CollectUntil(
