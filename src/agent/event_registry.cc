@@ -68,7 +68,7 @@ EventSourceEntry JournalSourceEntry() {
 
 // A source of the events a collector posts (PostedEvents): on with that collector, empty when nothing
 // posts to it.
-EventSourceEntry PostedSourceEntry(std::string name, std::string help, std::string collector,
+EventSourceEntry PostedSourceEntry(const std::string& name, std::string help, const std::string& collector,
                                    PostedEvents* EventSourceContext::*queue) {
   return {
       name, std::move(help),

@@ -89,7 +89,8 @@ Status ParseProfilingPauseRequest(std::string_view body, ProfilingPauseRequest* 
   return Status::Ok();
 }
 
-void RegisterProfilingApi(PrometheusEndpoint* endpoint, ProfilingPause* pause, std::string token_file) {
+void RegisterProfilingApi(PrometheusEndpoint* endpoint, ProfilingPause* pause,
+                          const std::string& token_file) {
   const bool basic_auth = endpoint->basic_auth();
   endpoint->HandlePost(
       kPausePath, kMaxBodyBytes,

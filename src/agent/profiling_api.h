@@ -31,6 +31,6 @@ Status ParseProfilingPauseRequest(std::string_view body, ProfilingPauseRequest* 
 
 // Registers the three routes. `token_file` is read at each request (a rotated token takes effect at
 // once); `pause` must outlive the endpoint.
-void RegisterProfilingApi(PrometheusEndpoint* endpoint, ProfilingPause* pause, std::string token_file);
+void RegisterProfilingApi(PrometheusEndpoint* endpoint, ProfilingPause* pause, const std::string& token_file);
 
 }  // namespace gpuscope
