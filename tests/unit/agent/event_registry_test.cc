@@ -98,8 +98,8 @@ TEST(EventRegistry, BuiltinsAreTheKnownSourcesAndSinksInPollOrder) {
   std::vector<std::string> sources, sinks;
   for (const EventSourceEntry& e : BuiltinEventSources().entries()) sources.push_back(e.name);
   for (const PushSinkEntry& e : BuiltinPushSinks().entries()) sinks.push_back(e.name);
-  EXPECT_EQ(sources,
-            (std::vector<std::string>{"kmsg", "file", "journal", "training", "ebpf", "gpu", "falco", "tetragon"}));
+  EXPECT_EQ(sources, (std::vector<std::string>{"kmsg", "file", "journal", "training", "ebpf", "gpu", "falco",
+                                               "tetragon"}));
   EXPECT_EQ(sinks, (std::vector<std::string>{"loki", "otlp", "remote_write", "otlp_metrics", "otlp_traces"}));
 }
 
