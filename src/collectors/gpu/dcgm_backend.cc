@@ -368,12 +368,15 @@ bool DcgmBackend::Setup() {
     if (health_response_ == nullptr) health_response_ = std::make_unique<dcgmHealthResponse_t>();
   }
   MutexLock lock(&mu_);
-  // Counts of incidents survive a reconnection (they are counters); results start afresh.
+  // Counts of incidents survive a reconnection (they are counters); results start afresh. So do the
+  // incidents the last check before it reported: a restarted host engine reports them again, and they
+  // are not new (counting them again would repeat their dcgm_health events).
   for (GpuHealthSlot& slot : health) {
     for (const GpuHealthSlot& old : health_) {
       if (old.uuid != slot.uuid) continue;
       slot.health.warnings_total = old.health.warnings_total;
       slot.health.failures_total = old.health.failures_total;
+      slot.open = old.open;
     }
   }
   entities_ = std::move(entities);

@@ -289,6 +289,20 @@ TEST(GpuCollectorDcgmTest, AHostEngineRestartDropsTheFieldsAndTheBackendReconnec
   out = CollectUntil(
       collector, [](const auto& o) { return HasProfiling(o, 4); }, "profiling after the restart");
   EXPECT_EQ(Value(out, "gpuscope_dcgm_connects_total", {}), 2);
+  // The restarted host engine reports the same incidents again: they are not new.
+  out = CollectUntil(
+      collector,
+      [](const auto& o) {
+        return Value(o, "gpuscope_dcgm_health", {{"gpu", "1"}, {"system", "memory"}}) == 2 &&
+               Value(o, "gpuscope_dcgm_health", {{"gpu", "2"}, {"system", "inforom"}}) == 1;
+      },
+      "health checked after the restart");
+  EXPECT_EQ(Value(out, "gpuscope_dcgm_health_incidents_total",
+                  {{"gpu", "1"}, {"system", "memory"}, {"result", "fail"}}),
+            1);
+  EXPECT_EQ(Value(out, "gpuscope_dcgm_health_incidents_total",
+                  {{"gpu", "2"}, {"system", "inforom"}, {"result", "warn"}}),
+            1);
 }
 
 TEST(GpuCollectorDcgmTest, HopperKeepsGpmUnlessDcgmIsPreferred) {
