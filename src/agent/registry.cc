@@ -37,11 +37,12 @@ PostedEvent DcgmHealthEvent(const DcgmIncident& incident) {
   posted.event.severity = incident.failure ? EventSeverity::kCritical : EventSeverity::kWarning;
   posted.event.summary = "DCGM health " + std::string(incident.failure ? "failure" : "warning") + " (" +
                          system + ") on GPU " + incident.uuid + ": " + incident.message;
-  posted.event.fields = {{"uuid", incident.uuid},
+  // UUID: the event path ties the event to its GPU (gpu) and that GPU's job (hpc_job) by it.
+  posted.event.fields = {{"UUID", incident.uuid},
                          {"system", system},
                          {"result", incident.failure ? "fail" : "warn"},
                          {"code", std::to_string(incident.code)},
-                         {"message", incident.message}};
+                         {"detail", incident.message}};
   posted.line = posted.event.summary;
   posted.origin = "dcgm";
   return posted;

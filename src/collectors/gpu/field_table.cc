@@ -273,7 +273,8 @@ std::vector<GpuFamilySpec> Build(DcgmCompat compat) {
         "dcgmConnect_v2 or dcgmStartEmbedded");
   b.Add(F::kProfilingPaused, "gpuscope_profiling_paused", G,
         "Node-wide: 1 while profiling is paused for a user's profiler (POST /api/v1/profiling/pause, "
-        "gpuscope profile-pause): no GPM samples, DCGM profiling paused, no DCGM_FI_PROF_* series.",
+        "gpuscope profile-pause): no GPM samples, DCGM profiling paused, no DCGM_FI_PROF_* series but PCIe "
+        "bytes (from NVML's PCIe counters meanwhile).",
         "the agent's profiling pause");
   b.Add(F::kProfilingPauseExpiry, "gpuscope_profiling_pause_expiry_timestamp_seconds", G,
         "Node-wide: when the current profiling pause lifts by itself (Unix time); 0 when not paused.",
