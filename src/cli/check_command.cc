@@ -278,8 +278,8 @@ Command CheckCommand() {
       "Reads the local gpuscope-agent's /metrics and judges the node: NVML reachable, every expected GPU\n"
       "present and answering, the driver version, ECC double-bit errors, row remaps and page retirement,\n"
       "XIDs whose catalog action is reset_gpu/reboot/contact_support, PCIe links, NVLink, hardware clock\n"
-      "slowdown, InfiniBand ports. One line per finding with its runbook; exit 0 pass, 1 warn, 2 fail (an\n"
-      "agent that cannot be read is fail).\n";
+      "slowdown, DCGM's health checks (where the agent uses DCGM), InfiniBand ports. One line per finding\n"
+      "with its runbook; exit 0 pass, 1 warn, 2 fail (an agent that cannot be read is fail).\n";
   command.flags = {
       {"agent.url", "the local agent", "http://127.0.0.1:9400"},
       {"agent.timeout", "seconds the agent may take to answer", "10"},

@@ -111,6 +111,7 @@ class Evaluator {
     Pcie();
     Nvlink();
     Clocks();
+    Dcgm();
     Infiniband();
     return std::move(findings_);
   }
@@ -439,6 +440,35 @@ class Evaluator {
           "clocks held down by hardware: " + entry.second, runbook[uuid]);
     }
     if (NoneSince(before)) Add("clocks", CheckStatus::kPass, "", "no hardware clock slowdown", "");
+  }
+
+  // gpuscope_dcgm_health exists only where the agent uses DCGM (its health watches, --dcgm.health), and
+  // vanishes while its DCGM connection is down (docs/design/dcgm.md): then DCGM has nothing to say here.
+  void Dcgm() {
+    const std::vector<Sample>& health = m_.Samples("gpuscope_dcgm_health");
+    if (health.empty()) return;
+    const size_t before = Before();
+    std::set<std::string> gpus;
+    std::set<std::string> systems;
+    for (const Sample& s : health) {
+      gpus.insert(LabelOf(s, "UUID"));
+      systems.insert(LabelOf(s, "system"));
+      if (s.value == 2) {
+        Add("dcgm", CheckStatus::kFail, AgentMetrics::GpuSubject(s),
+            "DCGM's " + LabelOf(s, "system") + " health check fails", "GpuDcgmHealthFailure");
+      } else if (s.value == 1) {
+        Add("dcgm", CheckStatus::kWarn, AgentMetrics::GpuSubject(s),
+            "DCGM's " + LabelOf(s, "system") + " health check warns", "GpuDcgmHealthWarning");
+      }
+    }
+    if (NoneSince(before)) {
+      std::string list;
+      for (const std::string& system : systems) list += (list.empty() ? "" : ", ") + system;
+      Add("dcgm", CheckStatus::kPass, "",
+          "DCGM's health checks pass on " + std::to_string(gpus.size()) +
+              (gpus.size() == 1 ? " GPU" : " GPUs") + " (" + list + ")",
+          "");
+    }
   }
 
   bool Ignored(const std::string& device, const std::string& port) const {

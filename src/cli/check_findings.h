@@ -16,6 +16,8 @@
 //   contact_support pcie        a link narrower than both ends support; slower only while the GPU is busy
 //   nvlink      links down, error counters above a threshold
 //   clocks      clocks held by a hardware slowdown (HW, HW thermal, HW power brake)
+//   dcgm        DCGM's health checks (gpuscope_dcgm_health: 2 fail, 1 warn), per GPU and system; no
+//               finding at all on a node whose agent reports no DCGM health series (no DCGM)
 //   infiniband  ports not Active (a port whose physical state is Disabled is off on purpose)
 //
 // Thread-safety: value types and pure functions.

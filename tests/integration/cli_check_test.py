@@ -7,7 +7,10 @@ gpu-node-03 (h100-faults.yaml at ten times real speed: GPU 5's double-bit ECC er
 off the bus with XID 79 at 120 s) must fail with exit 2 for exactly those reasons, and not for the
 application XIDs 13 and 31 of GPU 2; the NVLink CRC incident (its own agent at 50x) warns on the erroring
 link, then fails on its XID 74; gpu-node-05 (h200-training.yaml with the host fixture whose GPU link
-trained x8 of x16) warns with exit 1; a port nobody listens on fails with exit 2 and says so.
+trained x8 of x16) warns with exit 1; gpu-node-08 (a100-dcgm.yaml, its agent on DCGM through the node's
+nv-hostengine, at ten times real speed) fails on DCGM's memory health check of GPU 1 after its double-bit ECC
+error and warns on GPU 2's corrupt InfoROM, and the nodes without DCGM have no `dcgm` finding; a port nobody
+listens on fails with exit 2 and says so.
 
 deploy/slurm/nhc/gpuscope.nhc, sourced by bash with NHC's die and log stood in for: dies with the first failing
 finding on the faults node, logs the warnings of the PCIe node, passes the healthy one.
@@ -39,9 +42,11 @@ import slurm_harness  # noqa: E402
 
 AGENT, SIM, GPUSCOPE = sys.argv[1:4]
 HEALTHCHECK = os.path.join(fleet.ROOT, "deploy", "slurm", "healthcheck.sh")
-# The faults node at 10x (the demo runs it at 2x) so its GPU 1 falls off the bus 12 s in, not 60 s.
-NODES = tuple(dataclasses.replace(n, speed=10) if n.hostname == "gpu-node-03" else n
-              for n in fleet.DEMO_NODES if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05"))
+# The faults node at 10x (the demo runs it at 2x) so its GPU 1 falls off the bus 12 s in, not 60 s; the DCGM
+# node likewise (its DBE 6 s in, nv-hostengine restarted 9-10 s in), without the demo's profiling pause.
+NODES = tuple(dataclasses.replace(n, speed=10, profiling_pause=None) if n.hostname in ("gpu-node-03", "gpu-node-08")
+              else n for n in fleet.DEMO_NODES
+              if n.hostname in ("gpu-node-01", "gpu-node-03", "gpu-node-05", "gpu-node-08"))
 
 
 def check(url, *args, env=None):
@@ -115,6 +120,28 @@ class GpuscopeCheck(unittest.TestCase):
                 self.assertTrue(f["runbook"].startswith("https://runbooks.example.invalid/gpuscope/"), f)
         ecc = [f for f in report["findings"] if f["check"] == "ecc"][0]
         self.assertTrue(ecc["runbook"].endswith("/GpuEccDoubleBitError.md"))
+
+    def test_dcgm_health_failure_fails_and_warning_warns_naming_gpu_and_system(self):
+        def dcgm_findings():
+            # The health series vanish while the agent reconnects to the restarted nv-hostengine.
+            done = check(self.urls["gpu-node-08"], "--format=json")
+            report = json.loads(done.stdout)
+            found = [f for f in report["findings"] if f["check"] == "dcgm"]
+            return (done, report, found) if any(f["status"] == "fail" for f in found) else None
+
+        done, report, found = harness.wait_for(dcgm_findings, 60, "gpu-node-08's DCGM memory health failure")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertEqual([(f["status"], f["subject"].split(" ")[:2], f["message"]) for f in found],
+                         [("fail", ["GPU", "1"], "DCGM's memory health check fails"),
+                          ("warn", ["GPU", "2"], "DCGM's inforom health check warns")])
+        self.assertTrue(found[0]["runbook"].endswith("/GpuDcgmHealthFailure.md"), found[0])
+        self.assertTrue(found[1]["runbook"].endswith("/GpuDcgmHealthWarning.md"), found[1])
+        # The same GPU's double-bit ECC error, from NVML, fails the ecc check too.
+        self.assertIn(("ecc", found[0]["subject"]), failing(report))
+        # Nodes whose agents do not use DCGM say nothing about it.
+        for host in ("gpu-node-01", "gpu-node-05"):
+            report = json.loads(check(self.urls[host], "--format=json").stdout)
+            self.assertEqual([f for f in report["findings"] if f["check"] == "dcgm"], [], host)
 
     def test_narrow_pcie_link_warns_with_exit_1(self):
         done = check(self.urls["gpu-node-05"])

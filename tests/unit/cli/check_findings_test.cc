@@ -328,6 +328,62 @@ TEST(CheckFindings, HardwareClockSlowdownWarnsAndSoftwareReasonsDoNot) {
   EXPECT_THAT(bad[0].runbook, HasSubstr("/GpuThermalThrottling.md"));
 }
 
+// The health series of an agent using DCGM (gpuscope_dcgm_health, one per GPU and --dcgm.health system).
+void SetDcgmHealth(Exposition& e, int gpus, double value = 0) {
+  for (int i = 0; i < gpus; ++i) {
+    for (const char* system : {"pcie", "memory", "inforom", "thermal", "power", "nvlink"}) {
+      e.Set("gpuscope_dcgm_health", "gauge", Exposition::Gpu(i, std::string("system=\"") + system + "\""),
+            value);
+    }
+  }
+}
+
+TEST(CheckFindings, DcgmHealthFailFailsAndWarnWarnsNamingTheGpuAndSystemWithTheirRunbooks) {
+  Exposition e = Exposition::Healthy(4);
+  SetDcgmHealth(e, 4);
+  e.Set("gpuscope_dcgm_health", "gauge", Exposition::Gpu(1, "system=\"memory\""), 2);
+  e.Set("gpuscope_dcgm_health", "gauge", Exposition::Gpu(2, "system=\"inforom\""), 1);
+  CheckOptions options;
+  options.runbook_url_base = "https://wiki.example/runbooks/";
+  const std::vector<CheckFinding> bad = NotPassing(Evaluate(e, options));
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_EQ(bad[0].check, "dcgm");
+  EXPECT_EQ(bad[0].status, CheckStatus::kFail);
+  EXPECT_EQ(bad[0].subject, "GPU 1 (GPU-00000001)");
+  EXPECT_EQ(bad[0].message, "DCGM's memory health check fails");
+  EXPECT_EQ(bad[0].runbook, "https://wiki.example/runbooks/GpuDcgmHealthFailure.md");
+  EXPECT_EQ(bad[1].check, "dcgm");
+  EXPECT_EQ(bad[1].status, CheckStatus::kWarn);
+  EXPECT_EQ(bad[1].subject, "GPU 2 (GPU-00000002)");
+  EXPECT_EQ(bad[1].message, "DCGM's inforom health check warns");
+  EXPECT_EQ(bad[1].runbook, "https://wiki.example/runbooks/GpuDcgmHealthWarning.md");
+  EXPECT_EQ(ExitCodeOf(Verdict(Evaluate(e))), 2);
+
+  // A warning alone is exit 1.
+  e.Set("gpuscope_dcgm_health", "gauge", Exposition::Gpu(1, "system=\"memory\""), 0);
+  EXPECT_EQ(ExitCodeOf(Verdict(Evaluate(e))), 1);
+}
+
+TEST(CheckFindings, DcgmHealthPassingIsOnePassAndANodeWithoutDcgmSeriesHasNoDcgmFinding) {
+  Exposition e = Exposition::Healthy(4);
+  SetDcgmHealth(e, 4);
+  std::vector<CheckFinding> findings = Evaluate(e);
+  std::vector<CheckFinding> dcgm;
+  for (const CheckFinding& f : findings) {
+    if (f.check == "dcgm") dcgm.push_back(f);
+  }
+  ASSERT_EQ(dcgm.size(), 1u);
+  EXPECT_EQ(dcgm[0].status, CheckStatus::kPass);
+  EXPECT_EQ(dcgm[0].message,
+            "DCGM's health checks pass on 4 GPUs (inforom, memory, nvlink, pcie, power, thermal)");
+  EXPECT_EQ(dcgm[0].runbook, "");
+  // After the clocks, before the InfiniBand ports.
+  EXPECT_EQ(findings[findings.size() - 2].check, "dcgm");
+
+  // No DCGM on the node (or its connection down: the series vanish): nothing to say, pass or not.
+  for (const CheckFinding& f : Evaluate(Exposition::Healthy(4))) EXPECT_NE(f.check, "dcgm");
+}
+
 TEST(CheckFindings, InfinibandPortDownFailsInitWarnsAndIgnoredPortsAreSkipped) {
   Exposition e = Exposition::Healthy(1);
   const std::string p2 = "device=\"mlx5_0\",port=\"2\",link_layer=\"InfiniBand\"";
