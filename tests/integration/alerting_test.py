@@ -1,6 +1,7 @@
 """Integration: the mixin's alerts on real Prometheus and Alertmanager (Debian packages, loopback). A
 simulated fleet runs fault scenarios (h100-faults: XIDs, ECC errors, GPU 1 off the bus; the NVLink CRC
-incident; an allocated but idle node; a healthy node whose agent is killed), Prometheus evaluates the
+incident; an allocated but idle node; a healthy node whose agent is killed; an A100 node whose agent reads
+DCGM's health checks from nv-hostengine, the stand-in libdcgm.so.4), Prometheus evaluates the
 mixin's rules and Alertmanager routes them to webhook receivers that record what they get. Proves that
 each fault becomes the expected alert with its severity and team, reaches the expected receiver, that a
 dead agent is told apart from a lost GPU, and that every inhibition rule mutes what it should (synthetic
@@ -52,6 +53,9 @@ NODES = (
     fleet.Node("node-idle", "h100-allocated-idle.yaml", fleet.Job(503, "dave", "research", "interactive", "nb"),
                speed=30),
     fleet.Node("node-crash", "h100-training.yaml", fleet.Job(504, "alice", "llm", "train", "finetune"), speed=30),
+    # a100-dcgm.yaml: GPU 2's InfoROM corrupt from the start, GPU 1's DBE at 2 s, nv-hostengine restarted at 3 s.
+    fleet.Node("node-dcgm", "a100-dcgm.yaml", fleet.Job(505, "frank", "vision", "train", "detr"), speed=30,
+               dcgm="hostengine"),
 ) + ((fleet.Node("node-k8s", "a100-k8s-inference.yaml", kubernetes=kube_node.DEMO, speed=30),)
      if PODRESOURCES and KUBEAPI else ())
 
@@ -80,6 +84,11 @@ EXPECTED = (
     ("GpuAllocatedIdle", {"Hostname": "node-idle", "gpu": "0", "severity": "ticket", "team": "ml-platform",
                           "owner": "dave", "account": "research", "hpc_job": "503"}, "job-owner"),
     ("GpuscopeAgentDown", {"Hostname": "node-crash", "severity": "ticket", "team": "infra"}, "infra-ticket"),
+    # DCGM's health checks, through the node's nv-hostengine (reconnected after its restart).
+    ("GpuDcgmHealthFailure", {"Hostname": "node-dcgm", "gpu": "1", "system": "memory", "severity": "page",
+                              "team": "infra"}, "infra-page"),
+    ("GpuDcgmHealthWarning", {"Hostname": "node-dcgm", "gpu": "2", "system": "inforom", "severity": "ticket",
+                              "team": "infra"}, "infra-ticket"),
 )
 
 # The Kubernetes node's (with both stand-ins): a pod's idle GPU goes to the team of the pod (its `team`

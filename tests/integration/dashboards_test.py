@@ -9,11 +9,13 @@ tests/fixtures/dcgm-dashboard-12239/queries.txt): the drop-in claim. Queries tha
 are listed in NO_DATA_HERE, each with its reason. Without root or the Slurm packages, the queries of
 Slurm metrics are skipped; without a Kubernetes node in the fleet (fleet.kubelets: the pod-resources peer
 serving an agent run with --kubernetes, and kube-state-metrics' series), so are the Kubernetes views'
-(KUBERNETES_ONLY). The Security view's eBPF and Falco/Tetragon panels, the DCGM health and profiling
-source panels and the profiling-pause annotation (OPTIONAL_SOURCES) must return data when the fleet has the
-series they read (an agent run with --ebpf where the kernel lets it load its programs, Falco's or
-Tetragon's files, an agent using DCGM, a node paused with gpuscope profile-pause); without them they must
-still run.
+(KUBERNETES_ONLY). The Security view's eBPF and Falco/Tetragon panels (OPTIONAL_SOURCES) must return data
+when the fleet has the series they read (an agent run with --ebpf where the kernel lets it load its
+programs, Falco's or Tetragon's files); without them they must still run. The DCGM panels (health grid,
+profiling source per GPU) and the "Profiling paused" annotation must return data: the demo's A100 nodes use
+the stand-in libdcgm.so.4 (gpu-node-07 embedded, per MIG instance; gpu-node-08 through its nv-hostengine,
+with a health warning, a failure and a restart), and gpu-node-08 is paused through the agent's profiling
+API for a while that ends during the run (PAUSE).
 
 The rules are the committed ones (deploy/mixin/generated/prometheus): the dashboards read recording rules
 by name, and the names carry their windows (e.g. account:gpu_allocated_idle_hours:sum_1h), which the fast
@@ -58,8 +60,13 @@ DASHBOARDS = os.path.join(fleet.GENERATED, "dashboards")
 DCGM_QUERIES = os.path.join(fleet.ROOT, "tests", "fixtures", "dcgm-dashboard-12239", "queries.txt")
 
 # The demo fleet, its faults brought forward: h100-faults' XIDs and ECC errors within ~25 s, the NVLink CRC
-# errors within ~20 s, the other scenarios' daily curves and checkpoints moving.
-NODES = tuple(dataclasses.replace(n, speed=5 if n.scenario == "h100-faults.yaml" else 30) for n in fleet.DEMO_NODES)
+# errors within ~20 s, a100-dcgm's DBE and nv-hostengine restart within ~3 s, the other scenarios' daily
+# curves and checkpoints moving. The demo's profiling pause starts with Prometheus' scrapes and lifts by
+# itself well before the wait for data below ends (that takes the recording rules' windows).
+PAUSE = fleet.ProfilingPause(after=0, seconds=15, reason="ncu on job 4108 (dashboards test)")
+NODES = tuple(dataclasses.replace(n, speed=5 if n.scenario == "h100-faults.yaml" else 30,
+                                  profiling_pause=PAUSE if n.profiling_pause else None) for n in fleet.DEMO_NODES)
+PAUSED = [n.hostname for n in NODES if n.profiling_pause]
 # Metrics only the slurm collector (one agent per cluster, talking to slurmctld) or its recording rules make.
 SLURM_ONLY = ("gpuscope_slurm_", ":slurm_")
 # Series only an agent with --kubernetes (on a node whose pods the kubelet's pod-resources API serves) and
@@ -79,11 +86,6 @@ OPTIONAL_SOURCES = (
     (re.compile(r"\b(gpuscope_ebpf_\w+|gpuscope_security_events_total)\b"), None),
     (re.compile(r'gpuscope_events_total\{[^}]*class=~"(falco\|tetragon\|ebpf_\.\*)"'),
      'gpuscope_events_total{class=~"%s"}'),
-    # The agent's DCGM backend (its health watches, on a node whose agent uses DCGM) and the profiling source
-    # of each GPU (gpm or dcgm, from agents that report it).
-    (re.compile(r"\b(gpuscope_dcgm_health|gpuscope_gpu_profiling_info)\b"), None),
-    # A profiling pause (gpuscope profile-pause): what shows one needs a node paused during the run.
-    (re.compile(r"\b(gpuscope_profiling_paused)\b[^\n]*== 1"), "%s == 1"),
 )
 
 
@@ -209,6 +211,39 @@ class DashboardQueriesReturnData(unittest.TestCase):
                 self.assertTrue(self.has_data(expr), f"no data: {expr}")
         if not self.slurm:
             self.skipTest("no Slurm here (needs root and the Debian Slurm packages): Slurm queries not run")
+
+    def test_the_dcgm_health_grid_shows_the_warning_and_the_failure_and_the_host_engine_restart(self):
+        # a100-dcgm.yaml on gpu-node-08: GPU 2's InfoROM warns from the start, GPU 1's memory fails at its DBE,
+        # nv-hostengine restarts and the agent connects again; gpu-node-07's MIG instances get DCGM's fields.
+        window = f"{int(time.time() - self.start) + 1}s"
+        worst = {(r["metric"]["gpu"], r["metric"]["system"]): float(r["value"][1]) for r in self.prometheus.query(
+            f'max_over_time(gpuscope_dcgm_health{{Hostname="gpu-node-08"}}[{window}]) > 0')}
+        self.assertEqual(worst, {("1", "memory"): 2, ("2", "inforom"): 1})
+        connects = self.prometheus.query(
+            f'max_over_time(gpuscope_dcgm_connects_total{{Hostname="gpu-node-08"}}[{window}])')
+        self.assertGreaterEqual(float(connects[0]["value"][1]), 2, "no reconnection after nv-hostengine's restart")
+        sources = {(r["metric"]["Hostname"], r["metric"]["source"]) for r in self.prometheus.query(
+            'count by (Hostname, source) (last_over_time('
+            f'gpuscope_gpu_profiling_info{{Hostname=~"gpu-node-0[78]"}}[{window}]))')}
+        self.assertEqual(sources, {("gpu-node-07", "dcgm"), ("gpu-node-08", "dcgm")})
+        self.assertTrue(self.prometheus.query('DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname="gpu-node-07", GPU_I_ID!=""}'),
+                        "no DCGM profiling fields per MIG GPU instance")
+
+    def test_the_profiling_pause_is_annotated_and_lifts_by_itself(self):
+        self.assertEqual(PAUSED, ["gpu-node-08"])
+        answer = harness.wait_for(lambda: self.fleet.pauses.get("gpu-node-08"), 30, "the agent's answer to the pause")
+        self.assertIsInstance(answer, dict, answer)
+        self.assertEqual((answer["paused"], answer["dcgm"], answer["reason"]), (True, "paused", PAUSE.reason))
+        # The annotation's spans: the node paused, then no longer, without anyone resuming it.
+        harness.wait_for(lambda: self.prometheus.query('gpuscope_profiling_paused{Hostname="gpu-node-08"} == 0'),
+                         PAUSE.seconds + 30, "the pause to lift by itself")
+        annotation = next(e for d, p, e in self.queries if p == "annotation: Profiling paused")
+        window = f"{int(time.time() - self.start) + 1}s"
+        spans = {r["metric"]["Hostname"] for r in self.prometheus.query(f"max_over_time(({annotation})[{window}:1s])")}
+        self.assertEqual(spans, {"gpu-node-08"})
+        self.assertFalse(self.prometheus.query(annotation), "an annotation span still open after the pause's end")
+        pauses = self.prometheus.query('gpuscope_profiling_pauses_total{Hostname="gpu-node-08"}')
+        self.assertEqual(float(pauses[0]["value"][1]), 1)
 
     def test_queries_of_optional_sources_run(self):
         # Those without their series here are not in expected(): they must still be valid PromQL that

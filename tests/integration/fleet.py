@@ -16,6 +16,7 @@ import http.server
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -69,6 +70,23 @@ class Node:
     # A Kubernetes node (kube_node.KubeNode): its GPUs are held by pods, which the agent learns from the
     # kubelet's pod-resources API (the fleet's pod-resources peer) instead of Slurm mapping files.
     kubernetes: kube_node.KubeNode = None
+    # DCGM (docs/design/dcgm.md): the agent loads the stand-in libdcgm.so.4 beside the NVML one (sim/dcgm/,
+    # driven by the same scenario) with this --dcgm.mode ("embedded", or "hostengine": the scenario's
+    # nv-hostengine, at its dcgm.address); None: no DCGM library, NVML only.
+    dcgm: str = None
+    # A user's profiling pause on the node (ProfilingPause), posted to the agent's API during the run.
+    profiling_pause: "ProfilingPause" = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfilingPause:
+    """What `gpuscope profile-pause --for SECONDS --reason REASON` asks of a node's agent: POST
+    /api/v1/profiling/pause with the bearer token of its --profiling.token-file, `after` seconds (real time)
+    once Prometheus scrapes the fleet. The agent lifts the pause by itself `seconds` later."""
+
+    after: float
+    seconds: int
+    reason: str
 
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -90,7 +108,14 @@ DEMO_NODES = (
     Node("gpu-node-04", "h100-allocated-idle.yaml", Job(4104, "dave", "research", "interactive", "notebook")),
     Node("gpu-node-05", "h200-training.yaml", Job(4105, "erin", "llm", "train", "rlhf"), args=WITH_HOST_TOPOLOGY),
     Node("gpu-node-06", "a100-k8s-inference.yaml", kubernetes=kube_node.DEMO),
-    Node("gpu-node-07", "a100-mig.yaml", None),
+    # DCGM's profiling fields per MIG GPU instance (the A100 has no GPM), from an engine embedded in the agent.
+    Node("gpu-node-07", "a100-mig.yaml", None, dcgm="embedded"),
+    # DCGM through the node's nv-hostengine: health warns for GPU 2's InfoROM from the start and fails GPU 1's
+    # memory at its DBE (30 s at x2, after Prometheus' first scrapes), nv-hostengine restarts at 45-50 s and
+    # the agent reconnects; a user pauses profiling for a minute (ncu), which the dashboards annotate.
+    Node("gpu-node-08", "a100-dcgm.yaml", Job(4108, "frank", "vision", "train", "detr-a100"), speed=2,
+         dcgm="hostengine", args=("--dcgm.address", "localhost:5555"),
+         profiling_pause=ProfilingPause(after=20, seconds=60, reason="ncu on job 4108 by frank")),
 )
 
 
@@ -286,6 +311,10 @@ class Fleet:
         self.receiver = None
         self.alertmanager = None
         self.prometheus = None
+        # hostname -> the agent's answer to a node's ProfilingPause (its JSON), or why it failed; the timers
+        # that post them.
+        self.pauses = {}
+        self._pause_timers = []
         ports = ports or {}
 
         def wanted(name, offset=0):
@@ -340,6 +369,8 @@ class Fleet:
             # must not delay the first scrapes, which the scenarios' early faults need.
             for node in nodes:
                 self._place_pods(node)
+            for node in nodes:
+                self._schedule_pause(node)
         except BaseException:
             self.stop()
             raise
@@ -386,12 +417,51 @@ class Fleet:
                         f"--training.socket={os.path.join(home, 'training.sock')}"]
             if self.collector:
                 training.append(f"--sink.otlp.traces-url={self.collector.url}/v1/traces")
+        dcgm = []
+        if node.dcgm:
+            dcgm = ["--dcgm.library", os.path.join(os.path.dirname(os.path.abspath(sim_library)), "libdcgm.so.4"),
+                    "--dcgm.mode", node.dcgm]
+        # Every node has a profiling token, as a packaged node does (/etc/gpuscope/profiling.token): the fleet
+        # posts a node's pause with it, and a user of the demo can too (gpuscope profile-pause --agent.token-file).
+        token_file = os.path.join(home, "profiling.token")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
         return harness.Agent(binary, sim_library, scenario, env=env, extra_args=[
             "--gpu.hostname", node.hostname, "--hpc-job-mapping-dir", jobs,
             "--attribution.device-map-file", os.path.join(home, "devices"),
             f"--attribution.proc={'false' if node.job else 'true'}",
             "--events.file", kernel_log, "--events.state-dir", os.path.join(home, "events"),
-            *training, *node.args, *extra_args])
+            "--profiling.token-file", token_file, *dcgm, *training, *node.args, *extra_args])
+
+    def token_file(self, hostname):
+        """The file holding the bearer token of the node's profiling API (its agent's --profiling.token-file)."""
+        return os.path.join(self.workdir, hostname, "profiling.token")
+
+    def _schedule_pause(self, node):
+        """Posts the node's ProfilingPause to its agent `after` seconds from now, from a timer thread: the answer
+        (or why there was none) lands in self.pauses."""
+        pause = node.profiling_pause
+        if pause is None:
+            return
+        agent = self.agents[node.hostname]
+        with open(self.token_file(node.hostname)) as f:
+            token = f.read().strip()
+
+        def post():
+            request = urllib.request.Request(
+                agent.url + "/api/v1/profiling/pause", method="POST",
+                data=json.dumps({"duration_seconds": pause.seconds, "reason": pause.reason}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+            try:
+                # The agent answers once DCGM has applied the pause, within a few seconds.
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    self.pauses[node.hostname] = json.loads(response.read())
+            except (OSError, ValueError) as error:
+                self.pauses[node.hostname] = f"POST /api/v1/profiling/pause failed: {error}"
+        timer = threading.Timer(pause.after, post)
+        timer.daemon = True
+        timer.start()
+        self._pause_timers.append(timer)
 
     def _start_kubelet(self, node, binary, kubeapi=None):
         """For a Kubernetes node with the pod-resources peer's binary: starts the node's kubelet stand-in with
@@ -468,6 +538,8 @@ class Fleet:
         agent.process.wait()
 
     def stop(self):
+        for timer in self._pause_timers:
+            timer.cancel()
         if self.security:
             self.security.stop()
         for process in self.trainers:
@@ -616,7 +688,8 @@ def run_demo_fleet(args, rules_dir, stop):
                        + ("" if node.hostname in fleet.kubelets else " (not placed: no pod-resources peer built)"))
             else:
                 job = "no job"
-            print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}")
+            dcgm = f", DCGM {node.dcgm}" if node.dcgm else ""
+            print(f"  {node.hostname}  {agent.url}/metrics  {node.scenario:30} {job}{dcgm}")
         if fleet.security:
             what = ("eBPF (CUDA memory, connections, checkpoint and dataset access of job "
                     f"{fleet.security.job_id}) and " if fleet.security.job else "")
@@ -638,8 +711,19 @@ def run_demo_fleet(args, rules_dir, stop):
                   f"and their collectives (OTLP/JSON, one request a line) in {fleet.collector.output}")
         else:
             print("  traces         off: no OpenTelemetry Collector built (scripts/build-peers.sh otelcol)")
+        paused = [n for n in DEMO_NODES if n.profiling_pause]
+        for node in paused:
+            pause = node.profiling_pause
+            url = fleet.agents[node.hostname].url
+            print(f"  profiling      paused on {node.hostname} in {pause.after:g} s for {pause.seconds} s "
+                  f"({pause.reason!r}) through its agent's API, as `gpuscope profile-pause` does; by hand: "
+                  f"gpuscope profile-status --agent.url {url}; gpuscope profile-pause --for 2m --agent.url {url} "
+                  f"--agent.token-file {fleet.token_file(node.hostname)}")
         print(f"\nFaults unfold over the next minutes: XIDs, ECC errors and a GPU off the bus on gpu-node-03 (at "
-              f"simulated x2), NVLink CRC errors and XID 74 on gpu-node-02, where the rank of job 4102 on GPU 3 "
+              f"simulated x2); on gpu-node-08 (x2, DCGM through its nv-hostengine) DCGM's health watches warn for "
+              f"GPU 2's InfoROM and fail GPU 1's memory at its double-bit ECC error (30 s), then nv-hostengine "
+              f"restarts (45 s) and the agent reconnects; NVLink CRC errors and XID 74 on gpu-node-02, where the "
+              f"rank of job 4102 on GPU 3 "
               f"then slows (its own work crosses the bad link; the other ranks wait for it in every all-reduce) and "
               f"GpuTrainingStraggler names it; one step in ten then carries a burst of NVLink replays on that rank, "
               f"which every rank waits for in the all-reduce: those slow steps are traced. Notifications are printed "
@@ -654,6 +738,9 @@ def run_demo_fleet(args, rules_dir, stop):
                 if fleet.collector:
                     print(f"Latest traced slow step (spans in {fleet.collector.output}):\n"
                           f"{slow_steps_table(fleet.slow_steps())}\n", flush=True)
+                for node in paused:
+                    print(f"Profiling pause on {node.hostname}: {fleet.pauses.get(node.hostname, 'not posted yet')}\n",
+                          flush=True)
                 if args.gpuscope:
                     print(f"{job_report(args.gpuscope, fleet.prometheus.url, DEMO_REPORT_JOB)}\n", flush=True)
                 if args.once:
