@@ -237,6 +237,10 @@ class SchemaRejectsBadValues(unittest.TestCase):
     def test_a_misspelt_key(self):
         self.refused("collectors.gpu.intervall=1s", "intervall")
 
+    def test_an_unknown_dcgm_mode_or_a_malformed_host_engine_address(self):
+        self.refused("dcgm.mode=remote", "/dcgm/mode")
+        self.refused("dcgm.address=http://nvidia-dcgm:5555", "/dcgm/address")
+
     def test_a_remote_write_url_without_scheme(self):
         self.refused("sinks.remoteWrite.urls={mimir:9009/api/v1/push}", "/sinks/remoteWrite/urls")
 
@@ -298,6 +302,14 @@ class LeastPrivilege(unittest.TestCase):
                                           {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"}, False, True, False),
         "push sink": (["sinks.loki.url=http://loki:3100/loki/api/v1/push"], {"/var/lib/gpuscope": False}, set(),
                       False, True, False),
+        # nv-hostengine holds DCGM's privileges: the agent only connects to it (the GPU Operator's Service).
+        "DCGM through nv-hostengine": (["dcgm.mode=hostengine", "dcgm.address=nvidia-dcgm.gpu-operator.svc:5555"],
+                                       {}, set(), False, False, False),
+        # DCGM's profiling module in the agent, on a driver that restricts profiling to admin users (the default).
+        "DCGM embedded": (["dcgm.mode=embedded"], {}, {"SYS_ADMIN"}, False, True, False),
+        "DCGM embedded, profiling open to every user": (["dcgm.mode=embedded", "dcgm.profilingAdmin=false"], {},
+                                                        set(), False, False, False),
+        "profiling pause token": (["profiling.tokenSecret=gpuscope-profiling"], {}, set(), False, False, False),
     }
 
     def test_each_feature_adds_only_what_it_needs(self):
@@ -314,6 +326,16 @@ class LeastPrivilege(unittest.TestCase):
                 self.assertEqual(pod.get("hostPID", False), host_pid)
                 status, output = validate(docs)
                 self.assertEqual(status, 0, output)
+
+    def test_the_profiling_token_is_the_secret_s_key_mounted_read_only_as_the_agent_s_token_file(self):
+        docs = render(VALUES["minimal"], ["profiling.tokenSecret=gpuscope-profiling", "profiling.tokenKey=t"])
+        pod, container = pod_of(docs), agent_container(docs)
+        (volume,) = [v for v in pod["volumes"] if v["name"] == "profiling-token"]
+        self.assertEqual(volume["secret"], {"secretName": "gpuscope-profiling", "items": [{"key": "t", "path": "t"}]})
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == "profiling-token"]
+        self.assertTrue(mount["readOnly"])
+        self.assertEqual(agent_yml(docs)["profiling"]["token_file"], mount["mountPath"] + "/t")
+        self.assertNotIn("profiling", agent_yml(render(VALUES["minimal"])))
 
     def test_rbac_and_token_only_with_api_server_lookups(self):
         docs = render(sets=["kubernetes.apiServer=off"])

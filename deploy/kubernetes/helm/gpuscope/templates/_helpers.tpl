@@ -68,11 +68,17 @@ Features and what they need. Each helper prints "true" or nothing, so `if includ
 {{- if or .Values.mapping.enabled .Values.collectors.training.enabled }}true{{- end }}
 {{- end }}
 
+{{/* DCGM's profiling module inside the agent (dcgm.mode embedded), on a driver that restricts profiling to
+admin users: CAP_SYS_ADMIN. */}}
+{{- define "gpuscope.dcgmProfilingAdmin" -}}
+{{- if and (eq .Values.dcgm.mode "embedded") .Values.dcgm.profilingAdmin (ne .Values.dcgm.enabled "off") }}true{{- end }}
+{{- end }}
+
 {{/*
 User 0 where a root-only host file is read or a root-owned host directory written: the pod-resources socket,
 the journal (root:systemd-journal 0640), /dev/kmsg, other users' /proc/<pid>/environ, job logs, the eBPF
-programs (Kubernetes gives added capabilities to user 0 only: no ambient set), the
-prolog's and training directory /run/gpuscope, and the state directory on the host (hostPath creates it
+programs and DCGM's embedded profiling (Kubernetes gives added capabilities to user 0 only: no ambient set),
+the prolog's and training directory /run/gpuscope, and the state directory on the host (hostPath creates it
 root:root 0755) that event sources and push sinks write. Otherwise nobody (65534).
 */}}
 {{- define "gpuscope.stateOnHost" -}}
@@ -80,18 +86,19 @@ root:root 0755) that event sources and push sinks write. Otherwise nobody (65534
 {{- end }}
 
 {{- define "gpuscope.root" -}}
-{{- if or .Values.kubernetes.enabled (include "gpuscope.stateOnHost" .) .Values.procAttribution .Values.mapping.enabled .Values.collectors.training.enabled .Values.ebpf.enabled }}true{{- end }}
+{{- if or .Values.kubernetes.enabled (include "gpuscope.stateOnHost" .) .Values.procAttribution .Values.mapping.enabled .Values.collectors.training.enabled .Values.ebpf.enabled (include "gpuscope.dcgmProfilingAdmin" .) }}true{{- end }}
 {{- end }}
 
 {{/*
 Capabilities added to the agent container (every other one dropped): other users' /proc/<pid>/environ
-(procAttribution); the eBPF programs (ebpf.enabled), SYS_ADMIN only for the cuda program's uprobes.
+(procAttribution); the eBPF programs (ebpf.enabled), SYS_ADMIN only for the cuda program's uprobes; SYS_ADMIN
+for DCGM's embedded profiling (dcgm.mode embedded with dcgm.profilingAdmin).
 */}}
 {{- define "gpuscope.capabilities" -}}
 {{- $caps := list }}
 {{- if or .Values.procAttribution .Values.ebpf.enabled }}{{ $caps = concat $caps (list "DAC_READ_SEARCH" "SYS_PTRACE") }}{{ end }}
 {{- if .Values.ebpf.enabled }}{{ $caps = concat $caps (list "BPF" "PERFMON") }}{{ end }}
-{{- if and .Values.ebpf.enabled (has "cuda" .Values.ebpf.programs) }}{{ $caps = append $caps "SYS_ADMIN" }}{{ end }}
+{{- if or (and .Values.ebpf.enabled (has "cuda" .Values.ebpf.programs)) (include "gpuscope.dcgmProfilingAdmin" .) }}{{ $caps = append $caps "SYS_ADMIN" }}{{ end }}
 {{- if $caps }}{{ $caps | toJson }}{{ end }}
 {{- end }}
 
@@ -110,4 +117,9 @@ Capabilities added to the agent container (every other one dropped): other users
 
 {{- define "gpuscope.sinkSecretPath" -}}
 /etc/gpuscope/sink-secrets
+{{- end }}
+
+{{/* Where the profiling token's Secret is mounted (profiling.tokenSecret). */}}
+{{- define "gpuscope.profilingSecretPath" -}}
+/etc/gpuscope/profiling
 {{- end }}
