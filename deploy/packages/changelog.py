@@ -7,7 +7,9 @@
 
 Each "## X.Y.Z - YYYY-MM-DD" section becomes one entry; its "- " items (their "### " heading in front)
 become the entry's lines. Fails, naming both, when the newest section is not VERSION: the packages must
-not ship a changelog that does not describe them.
+not ship a changelog that does not describe them. CHANGELOG.md gives days only; Debian wants each entry
+later than the one before it (lintian's latest-changelog-entry-without-new-date), so releases of one day
+are stamped one minute apart from midnight, the oldest first.
 """
 import datetime
 import re
@@ -60,12 +62,23 @@ def entry_lines(items, bullet, indent):
     return "".join(out)
 
 
+def stamps(releases):
+    """Each release's time: its day's midnight (UTC), plus a minute for each older release of that day."""
+    out = []
+    earlier_that_day = {}
+    for _, date, _ in reversed(releases):
+        n = earlier_that_day.get(date, 0)
+        earlier_that_day[date] = n + 1
+        out.append(datetime.datetime(date.year, date.month, date.day, tzinfo=datetime.timezone.utc) +
+                   datetime.timedelta(minutes=n))
+    return list(reversed(out))
+
+
 def debian(releases, maintainer):
     out = []
-    for version, date, items in releases:
+    for (version, date, items), stamp in zip(releases, stamps(releases)):
         out.append(f"gpuscope ({version}) unstable; urgency=medium\n\n")
         out.append(entry_lines(items, "  * ", "    "))
-        stamp = datetime.datetime(date.year, date.month, date.day, tzinfo=datetime.timezone.utc)
         out.append(f"\n -- {maintainer}  {stamp.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n\n")
     return "".join(out)
 
