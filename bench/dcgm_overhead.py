@@ -132,6 +132,8 @@ def main():
             agent.stop()
     load_end = open("/proc/loadavg").read().split()[:3]
     median = {n: statistics.median(v) for n, v in rows.items()}
+    delta = {n: round(median[n] - median["N"], 2) + 0.0 for n in ("E", "P")}  # no "-0.00"
+    resolution = 100 / TICK / args.window  # one clock tick over a window, in % of a core
 
     lines = [
         f"# Cost of the DCGM backend ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%MZ}, "
@@ -153,8 +155,9 @@ def main():
                      f"{', '.join(f'{v:.2f}' for v in rows[n])} | {rss[n]:.1f} | {threads[n]} | {series[n]} |")
     lines += [
         "",
-        f"E − N: **{median['E'] - median['N']:+.2f} %** of a core, {rss['E'] - rss['N']:+.1f} MiB, "
-        f"{series['E'] - series['N']:+d} series; P − N: {median['P'] - median['N']:+.2f} %.",
+        f"E − N: **{delta['E']:+.2f} %** of a core, {rss['E'] - rss['N']:+.1f} MiB, "
+        f"{series['E'] - series['N']:+d} series; P − N: {delta['P']:+.2f} %. One clock tick over a window is "
+        f"{resolution:.3f} % of a core: differences below it are noise.",
         "",
         "E's extra CPU includes the stand-in's own work (it integrates the simulator's physics for every "
         "watched entity and field inside the agent's process, as real DCGM does in its embedded engine or in "
