@@ -31,23 +31,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 import harness  # noqa: E402
+from ebpf_overhead import TICK, cpu_seconds, rss_mib  # noqa: E402  (the same /proc readings)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(stat_path):
-    with open(stat_path) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def thread_count(pid):
@@ -118,12 +104,12 @@ def main():
 
         rows = {name: [] for name in agents}
         for _ in range(args.rounds):
-            before = {n: cpu_seconds(f"/proc/{a.pid}/stat") for n, a in agents.items()}
+            before = {n: cpu_seconds(a.pid) for n, a in agents.items()}
             start = time.monotonic()
             time.sleep(args.window)
             elapsed = time.monotonic() - start
             for n, a in agents.items():
-                rows[n].append(100 * (cpu_seconds(f"/proc/{a.pid}/stat") - before[n]) / elapsed)
+                rows[n].append(100 * (cpu_seconds(a.pid) - before[n]) / elapsed)
         series = {n: len(a.scrape()) for n, a in agents.items()}
         rss = {n: rss_mib(a.pid) for n, a in agents.items()}
         threads = {n: thread_count(a.pid) for n, a in agents.items()}

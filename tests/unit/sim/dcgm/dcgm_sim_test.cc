@@ -4,9 +4,9 @@
 // profiling values are recomputed from the simulator core's own integrals.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -22,6 +22,7 @@
 #include "sim/dcgm/dcgm_control.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "src/platform/command.h"
 #include "src/platform/dcgm/dcgm_api.h"
 
 namespace {
@@ -192,26 +193,11 @@ double ExpectedAverage(const std::string& scenario_path, unsigned gpu, double t1
 
 // --- The library itself ---
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) result.output += buf;
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
 TEST(SimDcgmLibrary, ExportsExactlyTheAgentsDcgmEntryPointsAndTheTimeControl) {
-  const CommandResult nm =
-      RunCommand(std::string(GPUSCOPE_NM) + " -D --defined-only " GPUSCOPE_SIM_DCGM_PATH);
-  ASSERT_EQ(nm.exit_code, 0) << nm.output;
+  const gpuscope::CommandResult nm =
+      gpuscope::RunCommandWithTimeout({GPUSCOPE_NM, "-D", "--defined-only", GPUSCOPE_SIM_DCGM_PATH},
+                                      std::chrono::seconds(60), size_t{1} << 20);
+  ASSERT_TRUE(nm.status.ok()) << nm.status.ToString() << nm.error;
   std::set<std::string> exported;
   static const std::regex kSymbol(R"(^[0-9a-f]+ (\S) (\S+)$)");
   std::istringstream lines(nm.output);
