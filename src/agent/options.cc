@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "src/collectors/gpu/dcgm_backend.h"
 #include "src/parsers/allow_list.h"
 #include "src/parsers/text.h"
 
@@ -58,9 +59,9 @@ std::string_view EbpfProgramList(std::string_view value) {
 
 // --dcgm.health: DCGM health watch systems, comma-separated; empty: none.
 std::string_view DcgmHealthList(std::string_view value) {
+  if (value.empty()) return "";  // no health watches
   for (const std::string_view word : text::Split(value, ',')) {
-    if (word != "pcie" && word != "memory" && word != "inforom" && word != "thermal" && word != "power" &&
-        word != "nvlink")
+    if (!ParseDcgmHealthSystem(word))
       return "must be pcie, memory, inforom, thermal, power, nvlink separated by commas";
   }
   return "";

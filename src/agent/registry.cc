@@ -74,9 +74,8 @@ CollectorRegistry MakeBuiltins() {
            options.dcgm_options.interval = gpu->second.interval;
          }
          for (const std::string_view word : text::Split(config.dcgm_health, ',')) {  // validated
-           for (size_t k = 0; k < kDcgmHealthSystemCount; ++k) {
-             if (word == DcgmHealthSystemName(static_cast<DcgmHealthSystem>(k)))
-               options.dcgm_options.health[k] = true;
+           if (auto system = ParseDcgmHealthSystem(word)) {
+             options.dcgm_options.health[static_cast<size_t>(*system)] = true;
            }
          }
          options.prefer_dcgm_profiling = config.dcgm_prefer_profiling;

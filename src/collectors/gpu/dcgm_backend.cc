@@ -100,6 +100,13 @@ std::string_view DcgmHealthSystemName(DcgmHealthSystem system) {
   return "";
 }
 
+std::optional<DcgmHealthSystem> ParseDcgmHealthSystem(std::string_view word) {
+  for (const DcgmHealthSystem system : kSystems) {
+    if (word == DcgmHealthSystemName(system)) return system;
+  }
+  return std::nullopt;
+}
+
 dcgmHealthSystems_t DcgmHealthSystemBit(DcgmHealthSystem system) {
   switch (system) {
     case DcgmHealthSystem::kPcie:
@@ -122,6 +129,7 @@ dcgmHealthSystems_t DcgmHealthSystemBit(DcgmHealthSystem system) {
 
 DcgmBackend::DcgmBackend(DcgmBackendOptions options, IncidentObserver on_incident)
     : options_(std::move(options)), on_incident_(std::move(on_incident)) {
+  for (const ProfilingField& field : kProfilingFields) field_ids_.push_back(field.id);
   MutexLock lock(&mu_);
   status_.mode = std::string(ModeName(options_.mode));
 }
@@ -321,10 +329,8 @@ bool DcgmBackend::Setup() {
     }
     pairs_.push_back(e.pair);
   }
-  unsigned short fields[kFieldCount];
-  for (size_t i = 0; i < kFieldCount; ++i) fields[i] = kProfilingFields[i].id;
-  if (!Ok(dcgm_->dcgmFieldGroupCreate(handle_, static_cast<int>(kFieldCount), fields, "gpuscope_profiling",
-                                      &field_group_),
+  if (!Ok(dcgm_->dcgmFieldGroupCreate(handle_, static_cast<int>(kFieldCount), field_ids_.data(),
+                                      "gpuscope_profiling", &field_group_),
           "dcgmFieldGroupCreate")) {
     return false;
   }
@@ -445,11 +451,9 @@ void DcgmBackend::ApplyPause() {
 
 void DcgmBackend::ReadProfiling() {
   if (!profiling_watched_ || pairs_.empty()) return;
-  unsigned short fields[kFieldCount];
-  for (size_t i = 0; i < kFieldCount; ++i) fields[i] = kProfilingFields[i].id;
   const dcgmReturn_t r =
       dcgm_->dcgmEntitiesGetLatestValues(handle_, pairs_.data(), static_cast<unsigned int>(pairs_.size()),
-                                         fields, kFieldCount, 0, values_.data());
+                                         field_ids_.data(), kFieldCount, 0, values_.data());
   if (!Ok(r, "dcgmEntitiesGetLatestValues")) return;
   // A value older than three intervals (at least 5 s) is stale: DCGM stopped updating it.
   const int64_t oldest =

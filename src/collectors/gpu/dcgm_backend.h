@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -48,6 +49,8 @@ constexpr size_t kDcgmHealthSystemCount = static_cast<size_t>(DcgmHealthSystem::
 // "pcie", "memory", "inforom", "thermal", "power", "nvlink": the `system` label and --dcgm.health's words.
 std::string_view DcgmHealthSystemName(DcgmHealthSystem system);
 dcgmHealthSystems_t DcgmHealthSystemBit(DcgmHealthSystem system);
+// The system a --dcgm.health word names; nullopt for any other word.
+std::optional<DcgmHealthSystem> ParseDcgmHealthSystem(std::string_view word);
 
 struct DcgmBackendOptions {
   std::vector<std::string> libraries;  // tried in order (DcgmLibrary::DefaultCandidates())
@@ -164,6 +167,8 @@ class DcgmBackend {
   std::chrono::steady_clock::time_point next_health_{};
   std::vector<dcgmGroupEntityPair_t> pairs_;
   std::vector<dcgmFieldValue_v2> values_;  // pairs_ x profiling fields, reused
+  std::vector<unsigned short> field_ids_;  // the profiling fields' ids, in values_' order (DCGM takes them
+                                           // non-const)
   std::unique_ptr<dcgmHealthResponse_t> health_response_;
   bool logged_missing_ = false;
   bool logged_profiling_ = false;

@@ -272,6 +272,25 @@ TEST(AgentConfig, EbpfSwitchesItsCollectorOnAndItsSettingsAreChecked) {
   EXPECT_THAT(LoadConfig({"--ebpf.watch-dir=checkpoints"}, &config).message(), HasSubstr("start with /"));
 }
 
+TEST(AgentConfig, DcgmIsAutoByDefaultAndItsSettingsAreChecked) {
+  AgentConfig config = Defaults();
+  EXPECT_EQ(config.dcgm, "auto");
+  EXPECT_EQ(config.dcgm_address, "localhost:5555");
+  ASSERT_TRUE(LoadConfig({"--dcgm=on", "--dcgm.mode=hostengine", "--dcgm.address=unix:/run/nv-hostengine",
+                          "--dcgm.health=memory,nvlink"},
+                         &config)
+                  .ok());
+  EXPECT_EQ(config.dcgm_health, "memory,nvlink");
+  config = Defaults();
+  EXPECT_TRUE(LoadConfig({"--dcgm.health="}, &config).ok()) << "no health watches";
+  for (const auto& [bad, key] :
+       {std::pair{"--dcgm=yes", "(--dcgm)"}, std::pair{"--dcgm.mode=remote", "--dcgm.mode"},
+        std::pair{"--dcgm.health=memory,ecc", "--dcgm.health"}}) {
+    config = Defaults();
+    EXPECT_THAT(LoadConfig({bad}, &config).message(), HasSubstr(key)) << bad;
+  }
+}
+
 TEST(AgentConfig, BadEventAndSinkSettingsAreErrorsNamingTheKey) {
   AgentConfig config = Defaults();
   EXPECT_THAT(ApplyConfigYaml("events: {kmsg: /dev/kmsg}", &config).message(), HasSubstr("kmsg"));
